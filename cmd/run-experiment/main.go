@@ -1,0 +1,21 @@
+// Command run-experiment reruns the leases experiment with real worker
+// processes and writes, or checks, its semantic result.
+//
+//	go run ./cmd/run-experiment --check results.json --output reproduced.json
+//
+// Exit status: 0 match, 1 mismatch, 2 usage error or bad file, 3 the
+// experiment failed.
+package main
+
+import (
+	"context"
+	"os"
+
+	"leases/internal/experiment"
+)
+
+func main() {
+	// The command re-executes itself as its worker processes.
+	experiment.RunWorkerIfRequested()
+	os.Exit(experiment.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,32 @@
+package leases
+
+import "errors"
+
+// Sentinel errors. Check them with errors.Is; the wrapped message adds the
+// details (which resource, which holder, which tick).
+var (
+	// ErrInvalidInput reports an argument the operation cannot accept: an
+	// empty or malformed name, a time-to-live below 1, a negative tick, an
+	// epoch below 1. Nothing is changed.
+	ErrInvalidInput = errors.New("invalid input")
+
+	// ErrTickBackwards reports a tick earlier than the last tick at which
+	// the authority changed the resource's lease. It is also an
+	// ErrInvalidInput. Nothing is changed.
+	ErrTickBackwards = errors.New("tick runs backwards")
+
+	// ErrLeaseHeld reports an acquire refused because another lease on the
+	// resource is still live; the message names the holder and the tick at
+	// which its lease expires. The live lease's own holder is refused too:
+	// renewal, not a second acquire, extends a lease.
+	ErrLeaseHeld = errors.New("lease held")
+
+	// ErrLeaseExpired reports a renew or release of a lease whose expiry
+	// tick has been reached. Once expired, a lease can only be acquired
+	// again, with a new epoch.
+	ErrLeaseExpired = errors.New("lease expired")
+
+	// ErrNotHolder reports a renew or release by someone who does not hold
+	// the resource's current lease (another holder, or an older epoch).
+	ErrNotHolder = errors.New("not the lease holder")
+)

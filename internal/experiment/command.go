@@ -1,0 +1,178 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Exit statuses of the command.
+const (
+	ExitMatch    = 0 // the rerun matches --check byte for byte (or no --check)
+	ExitMismatch = 1 // the rerun differs from --check
+	ExitUsage    = 2 // bad flags, or a missing, unreadable or garbled file
+	ExitFailed   = 3 // the experiment itself failed: a worker hung or died, the database failed
+)
+
+const usage = `usage: run-experiment [--output FILE] [--check FILE] [--timeout DURATION]
+
+Reruns every scenario with real worker processes on fresh temporary
+databases and writes the semantic result as JSON to --output (standard
+output when absent). With --check, compares it with FILE byte for byte.
+
+Exit status: 0 match, 1 mismatch, 2 usage error or bad file,
+3 the experiment failed.
+
+`
+
+// Main is the command run-experiment. It returns the exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "run-experiment: "+format+"\n", a...)
+		return code
+	}
+	flags := flag.NewFlagSet("run-experiment", flag.ContinueOnError)
+	flags.SetOutput(io.Discard) // one-line errors, below
+	output := flags.String("output", "", "write the JSON `FILE` (default: standard output)")
+	check := flags.String("check", "", "compare the rerun with `FILE`; exit 1 if they differ")
+	timeout := flags.Duration("timeout", DefaultTimeout, "fail a run that hangs longer than `DURATION`")
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			flags.SetOutput(stdout)
+			flags.PrintDefaults()
+			return ExitMatch
+		}
+		return fail(ExitUsage, "%v (see -h)", err)
+	}
+	if flags.NArg() > 0 {
+		return fail(ExitUsage, "unexpected argument %q (see -h)", flags.Arg(0))
+	}
+	if *timeout <= 0 {
+		return fail(ExitUsage, "--timeout must be positive, not %v", *timeout)
+	}
+
+	// Everything that can be wrong with the files is found before anything runs.
+	var expected []byte
+	var expectedTree *jsonValue
+	if *check != "" {
+		data, err := os.ReadFile(*check)
+		if err != nil {
+			return fail(ExitUsage, "cannot read --check file: %v", err)
+		}
+		if expectedTree, err = parseJSON(data); err != nil {
+			return fail(ExitUsage, "--check file %s is not valid JSON: %v", *check, err)
+		}
+		expected = data
+	}
+	if *output != "" {
+		if err := checkOutputPath(*output, *check); err != nil {
+			return fail(ExitUsage, "%v", err)
+		}
+	}
+
+	results, err := Run(ctx, Options{Timeout: *timeout})
+	if err != nil {
+		return fail(ExitFailed, "experiment failed: %v", err)
+	}
+	got, err := Encode(results)
+	if err != nil {
+		return fail(ExitFailed, "encode results: %v", err)
+	}
+	if *output == "" {
+		if _, err := stdout.Write(got); err != nil {
+			return fail(ExitFailed, "write results: %v", err)
+		}
+	} else if err := writeFileAtomically(*output, got); err != nil {
+		return fail(ExitFailed, "write results: %v", err)
+	}
+	for _, sc := range results.Scenarios {
+		fmt.Fprintln(stderr, sc.Summary())
+	}
+
+	if *check == "" {
+		return ExitMatch
+	}
+	if bytes.Equal(expected, got) {
+		fmt.Fprintf(stderr, "run-experiment: rerun matches %s byte for byte\n", *check)
+		return ExitMatch
+	}
+	gotTree, err := parseJSON(got)
+	if err != nil {
+		return fail(ExitFailed, "cannot parse own output: %v", err)
+	}
+	if d, differs := firstDifference("$", expectedTree, gotTree); differs {
+		return fail(ExitMismatch, "rerun differs from %s %v", *check, d)
+	}
+	return fail(ExitMismatch, "rerun means the same as %s but its bytes differ (formatting or key spelling); regenerate it with --output", *check)
+}
+
+// checkOutputPath refuses an output that would overwrite the file being
+// checked, or that cannot be written because its directory is missing.
+func checkOutputPath(output, check string) error {
+	dir := filepath.Dir(output)
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return fmt.Errorf("--output directory %s does not exist", dir)
+	}
+	if check == "" {
+		return nil
+	}
+	same := filepath.Clean(output) == filepath.Clean(check)
+	if outInfo, err := os.Stat(output); err == nil {
+		if checkInfo, err := os.Stat(check); err == nil && os.SameFile(outInfo, checkInfo) {
+			same = true
+		}
+	}
+	if same {
+		return fmt.Errorf("--output and --check name the same file %s; the file being checked is never overwritten", check)
+	}
+	return nil
+}
+
+// writeFileAtomically replaces path only once the whole content is on
+// disk, so an interrupted run never leaves half a file.
+func writeFileAtomically(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	err = errors.Join(err, tmp.Chmod(0o644), tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return errors.Join(err, os.Remove(tmp.Name()))
+	}
+	return nil
+}
+
+// Summary is one human-readable line: the scenario and its verdicts.
+func (s Scenario) Summary() string {
+	var claims []string
+	add := func(ok bool, claim string) {
+		if ok {
+			claims = append(claims, claim)
+		}
+	}
+	v := s.Verdicts
+	add(v.GrantedAtExpiry, "granted at the expiry tick")
+	add(v.RefusedOneTickBeforeExpiry, "refused one tick before")
+	add(v.StaleWriteAccepted, "STALE WRITE ACCEPTED")
+	add(v.StaleWriteRejected, "stale write rejected")
+	add(v.NewerValueLost, "NEWER VALUE LOST")
+	add(v.TwoValuesAcceptedAtOneEpoch, "TWO VALUES AT ONE EPOCH")
+	add(v.ReplayReported, "replay reported")
+	add(v.ConflictRejected, "conflict rejected")
+	final := "nothing stored"
+	if s.Final != nil {
+		final = fmt.Sprintf("%q at epoch %d", s.Final.Value, s.Final.Epoch)
+	}
+	return fmt.Sprintf("%-40s %s; final %s", s.Name, strings.Join(claims, ", "), final)
+}

@@ -1,0 +1,190 @@
+package experiment
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// workerProcess is the controller's end of one worker: a child process of
+// this very binary, driven one JSON line at a time over its stdin and stdout.
+type workerProcess struct {
+	name    string
+	pid     int
+	cmd     *exec.Cmd
+	stdin   *os.File
+	replies chan replyLine
+	stderr  tailBuffer
+	exited  chan struct{} // closed once the process has been reaped
+}
+
+type replyLine struct {
+	line []byte
+	err  error // set once stdout ends
+}
+
+// startWorker re-executes this binary in the worker role on dbPath and
+// waits, bounded by ctx, for it to announce its pid.
+func startWorker(ctx context.Context, name, dbPath string) (*workerProcess, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own executable: %w", err)
+	}
+	// Plain pipes rather than cmd.StdoutPipe: Wait must not close the
+	// reader while the reader goroutine still uses it.
+	childIn, stdin, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, childOut, err := os.Pipe()
+	if err != nil {
+		return nil, errors.Join(err, childIn.Close(), stdin.Close())
+	}
+	w := &workerProcess{name: name, stdin: stdin, replies: make(chan replyLine, 1), exited: make(chan struct{})}
+	w.cmd = exec.Command(exe)
+	w.cmd.Env = append(os.Environ(), workerEnv+"="+dbPath)
+	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = childIn, childOut, &w.stderr
+	err = w.cmd.Start()
+	// The child has its own copies now; the controller must drop its
+	// copies, or the child's stdout would never reach end-of-file.
+	closeErr := errors.Join(childIn.Close(), childOut.Close())
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("start worker %s: %w", name, err), stdin.Close(), stdout.Close())
+	}
+	go w.readReplies(stdout)
+	go func() {
+		_ = w.cmd.Wait()
+		close(w.exited)
+	}()
+	if closeErr != nil {
+		w.kill()
+		return nil, closeErr
+	}
+	hello, err := w.receive(ctx)
+	if err != nil {
+		w.kill()
+		return nil, fmt.Errorf("start worker %s: %w", name, err)
+	}
+	w.pid = hello.PID
+	return w, nil
+}
+
+func (w *workerProcess) readReplies(stdout *os.File) {
+	defer stdout.Close()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for lines.Scan() {
+		w.replies <- replyLine{line: append([]byte(nil), lines.Bytes()...)}
+	}
+	err := lines.Err()
+	if err == nil {
+		err = errors.New("worker closed its output")
+	}
+	w.replies <- replyLine{err: err}
+	close(w.replies)
+}
+
+// call sends one request and waits, bounded by ctx, for its reply.
+func (w *workerProcess) call(ctx context.Context, req request) (reply, error) {
+	line, err := json.Marshal(req)
+	if err != nil {
+		return reply{}, err
+	}
+	if _, err := w.stdin.Write(append(line, '\n')); err != nil {
+		return reply{}, fmt.Errorf("send to worker %s: %w%s", w.name, err, w.stderr.suffix())
+	}
+	return w.receive(ctx)
+}
+
+func (w *workerProcess) receive(ctx context.Context) (reply, error) {
+	select {
+	case <-ctx.Done():
+		return reply{}, fmt.Errorf("worker %s did not answer: %w", w.name, context.Cause(ctx))
+	case got, ok := <-w.replies:
+		if !ok || got.err != nil {
+			// The process is gone or going; wait (bounded) for it so
+			// that its exit status and last words are known.
+			select {
+			case <-ctx.Done():
+				return reply{}, fmt.Errorf("worker %s closed its output but did not exit: %w", w.name, context.Cause(ctx))
+			case <-w.exited:
+			}
+			return reply{}, fmt.Errorf("worker %s ended unexpectedly (%v)%s", w.name, w.cmd.ProcessState, w.stderr.suffix())
+		}
+		var r reply
+		if err := json.Unmarshal(got.line, &r); err != nil {
+			return reply{}, fmt.Errorf("garbled reply from worker %s: %w", w.name, err)
+		}
+		if r.Error != "" {
+			return r, fmt.Errorf("worker %s: %s", w.name, r.Error)
+		}
+		return r, nil
+	}
+}
+
+// exit asks the worker to exit and waits, bounded by ctx, until it has.
+func (w *workerProcess) exit(ctx context.Context) error {
+	if _, err := w.call(ctx, request{Op: opExit}); err != nil {
+		return err
+	}
+	_ = w.stdin.Close()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("worker %s did not exit: %w", w.name, context.Cause(ctx))
+	case <-w.exited:
+	}
+	go w.discardReplies()
+	if !w.cmd.ProcessState.Success() {
+		return fmt.Errorf("worker %s exited with %v%s", w.name, w.cmd.ProcessState, w.stderr.suffix())
+	}
+	return nil
+}
+
+// kill ends the worker at once, whatever it is doing, and reaps it.
+func (w *workerProcess) kill() {
+	_ = w.stdin.Close()
+	_ = w.cmd.Process.Kill()
+	<-w.exited
+	go w.discardReplies()
+}
+
+// discardReplies lets the reader goroutine finish once nobody listens.
+func (w *workerProcess) discardReplies() {
+	for range w.replies {
+	}
+}
+
+// tailBuffer keeps the last few KiB a worker wrote to stderr, to quote in
+// an error when the worker dies.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailBytes = 4 << 10
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailBytes {
+		t.buf = t.buf[len(t.buf)-tailBytes:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) suffix() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.Join(strings.Fields(string(t.buf)), " ")
+	if s == "" {
+		return ""
+	}
+	return "; its stderr: " + s
+}

@@ -1,0 +1,88 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"leases"
+)
+
+// Schema names the layout of the results document; bump it when the
+// meaning of a field changes.
+const Schema = "leases-experiment/1"
+
+// Results is the whole semantic result of one run: everything a reader
+// needs to check the claims, and nothing that varies between runs (no
+// process ids, paths, timings or dates). Struct fields, not maps, so the
+// key order is fixed.
+type Results struct {
+	Schema    string     `json:"schema"`
+	Scenarios []Scenario `json:"scenarios"`
+}
+
+// Scenario is one schedule run with real processes on a fresh database.
+type Scenario struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Receiver    leases.Mode    `json:"receiver"`
+	Parameters  Parameters     `json:"parameters"`
+	Steps       []Step         `json:"steps"`
+	Final       *leases.Record `json:"final_receiver_state"`
+	Verdicts    Verdicts       `json:"verdicts"`
+}
+
+// Parameters are the scenario's fixed inputs.
+type Parameters struct {
+	Resource string `json:"resource"`
+	// TTL is every lease's time-to-live in ticks.
+	TTL int64 `json:"ttl"`
+	// ValueA and ValueB are what A and B write; ConflictingValueB is the
+	// different value B sends at its own epoch to show a conflict.
+	ValueA            string `json:"value_a"`
+	ValueB            string `json:"value_b"`
+	ConflictingValueB string `json:"conflicting_value_b,omitempty"`
+}
+
+// Step is one action of one worker, in the order the controller ran them.
+type Step struct {
+	Actor     string `json:"actor"`
+	Operation string `json:"operation"`
+	// Tick is the controller's logical clock when the step ran.
+	Tick int64 `json:"tick"`
+	// Epoch is the epoch granted (acquire) or carried (write).
+	Epoch int64 `json:"epoch,omitempty"`
+	// ExpiresAt is the granted lease's expiry tick (acquire).
+	ExpiresAt int64  `json:"expires_at,omitempty"`
+	Value     string `json:"value,omitempty"`
+	// Outcome is granted or refused (acquire); accepted, replay, conflict
+	// or stale (write); exited (exit).
+	Outcome string `json:"outcome"`
+	// Detail is the authority's reason for a refusal.
+	Detail string `json:"detail,omitempty"`
+	// HighestEpochGranted is the highest epoch the authority had granted
+	// for the resource when the step finished.
+	HighestEpochGranted int64 `json:"highest_epoch_granted"`
+	// ReceiverAfter is the receiver's record after the step, read by the
+	// controller in a transaction of its own; null while nothing is stored.
+	ReceiverAfter *leases.Record `json:"receiver_after"`
+}
+
+// Step outcomes that are not receiver outcomes.
+const (
+	outcomeGranted = "granted"
+	outcomeRefused = "refused"
+	outcomeExited  = "exited"
+)
+
+// Encode renders results deterministically: fixed key order, two-space
+// indent, no HTML escaping, a trailing newline.
+func Encode(r *Results) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

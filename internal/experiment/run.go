@@ -1,0 +1,117 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"leases"
+)
+
+// DefaultTimeout bounds a whole run. It only catches a hung run (a worker
+// that never answers); it orders nothing. A healthy run takes well under a
+// second.
+const DefaultTimeout = time.Minute
+
+// Options tune a run; the zero value runs with the defaults.
+type Options struct {
+	// Timeout bounds the run; when it fires the run fails, naming the
+	// scenario and step, and every worker is killed. Zero means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// WorkerStarted, when set, learns the pid of every worker process as
+	// it starts. Pids never enter the results.
+	WorkerStarted func(scenario, worker string, pid int)
+}
+
+// Run runs every scenario, each on a fresh database in a temporary
+// directory that is removed afterwards, and returns the semantic result.
+func Run(ctx context.Context, opts Options) (*Results, error) {
+	ctx, cancel := withTimeout(ctx, opts)
+	defer cancel()
+	results := &Results{Schema: Schema}
+	for _, def := range scenarios {
+		sc, err := runScenario(ctx, def, opts)
+		if err != nil {
+			return nil, err
+		}
+		results.Scenarios = append(results.Scenarios, sc)
+	}
+	return results, nil
+}
+
+// RunScenario runs the one scenario called name.
+func RunScenario(ctx context.Context, name string, opts Options) (Scenario, error) {
+	for _, def := range scenarios {
+		if def.name == name {
+			ctx, cancel := withTimeout(ctx, opts)
+			defer cancel()
+			return runScenario(ctx, def, opts)
+		}
+	}
+	return Scenario{}, fmt.Errorf("no scenario called %q", name)
+}
+
+// ScenarioNames lists the scenarios in the order Run runs them.
+func ScenarioNames() []string {
+	names := make([]string, len(scenarios))
+	for i, def := range scenarios {
+		names[i] = def.name
+	}
+	return names
+}
+
+func withTimeout(ctx context.Context, opts Options) (context.Context, context.CancelFunc) {
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return context.WithTimeoutCause(ctx, timeout, fmt.Errorf("run timed out after %v, a bound for hung runs", timeout))
+}
+
+func runScenario(ctx context.Context, def scenarioDef, opts Options) (sc Scenario, err error) {
+	dir, err := os.MkdirTemp("", "leases-"+def.name+"-")
+	if err != nil {
+		return Scenario{}, fmt.Errorf("scenario %s: %w", def.name, err)
+	}
+	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+
+	dbPath := filepath.Join(dir, "shared.db")
+	// The controller creates the database and keeps its own connection
+	// only to read the receiver's record after each step.
+	store, err := leases.Open(ctx, dbPath)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("scenario %s: %w", def.name, err)
+	}
+	defer func() { err = errors.Join(err, store.Close()) }()
+
+	r := &scenarioRun{
+		ctx: ctx, def: def, dbPath: dbPath, observer: store.Receiver(def.mode),
+		leaseOf: map[string]leases.Lease{}, opts: opts,
+	}
+	def.schedule(r)
+	r.killRemaining()
+	if r.err != nil {
+		return Scenario{}, fmt.Errorf("scenario %s, %w", def.name, r.err)
+	}
+	final, found, err := r.observer.Read(ctx, def.params.Resource)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("scenario %s: final state: %w", def.name, err)
+	}
+	sc = Scenario{
+		Name: def.name, Description: def.description, Receiver: def.mode,
+		Parameters: def.params, Steps: r.steps, Final: recordOrNil(final, found),
+	}
+	sc.Verdicts = computeVerdicts(sc.Steps, sc.Final)
+	return sc, nil
+}
+
+func recordOrNil(rec leases.Record, found bool) *leases.Record {
+	if !found {
+		return nil
+	}
+	return &rec
+}

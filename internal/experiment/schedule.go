@@ -1,0 +1,144 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+
+	"leases"
+)
+
+// scenarioRun drives the workers of one scenario through its schedule. The
+// schedule reads as a script; the first failure is kept and every later
+// step is skipped, so a script needs no error handling of its own.
+type scenarioRun struct {
+	ctx      context.Context
+	def      scenarioDef
+	opts     Options
+	dbPath   string
+	observer *leases.Receiver
+	workers  []*workerProcess
+	leaseOf  map[string]leases.Lease // latest lease granted to each worker
+	clock    int64
+	highest  int64 // highest epoch granted so far
+	steps    []Step
+	err      error
+}
+
+// start launches a worker process; its name is also its holder name.
+func (r *scenarioRun) start(name string) *workerProcess {
+	if r.err != nil {
+		return &workerProcess{name: name}
+	}
+	w, err := startWorker(r.ctx, name, r.dbPath)
+	if err != nil {
+		r.err = fmt.Errorf("starting worker %s: %w", name, err)
+		return &workerProcess{name: name}
+	}
+	r.workers = append(r.workers, w)
+	if r.opts.WorkerStarted != nil {
+		r.opts.WorkerStarted(r.def.name, name, w.pid)
+	}
+	return w
+}
+
+// at moves the controller's logical clock; it never runs backwards.
+func (r *scenarioRun) at(tick int64) *scenarioRun {
+	if r.err == nil && tick < r.clock {
+		r.err = fmt.Errorf("schedule moves the clock back from tick %d to %d", r.clock, tick)
+	}
+	r.clock = tick
+	return r
+}
+
+// acquire asks w to acquire the scenario's resource at the current tick.
+func (r *scenarioRun) acquire(w *workerProcess) {
+	step := Step{Actor: w.name, Operation: opAcquire, Tick: r.clock}
+	got, ok := r.call(w, &step, request{
+		Op: opAcquire, Resource: r.def.params.Resource, Holder: w.name, Tick: r.clock, TTL: r.def.params.TTL,
+	})
+	if !ok {
+		return
+	}
+	if got.Lease == nil {
+		step.Outcome, step.Detail = outcomeRefused, got.Refused
+	} else {
+		step.Outcome, step.Epoch, step.ExpiresAt = outcomeGranted, got.Lease.Epoch, got.Lease.ExpiresAt
+		r.leaseOf[w.name] = *got.Lease
+		r.highest = max(r.highest, got.Lease.Epoch)
+	}
+	r.record(step)
+}
+
+// write asks w to write value to the receiver with the epoch of the lease
+// it was last granted, whether or not that lease is still live: a paused
+// holder does not know it has lost its lease.
+func (r *scenarioRun) write(w *workerProcess, value string) {
+	epoch := r.leaseOf[w.name].Epoch
+	step := Step{Actor: w.name, Operation: opWrite, Tick: r.clock, Epoch: epoch, Value: value}
+	got, ok := r.call(w, &step, request{
+		Op: opWrite, Resource: r.def.params.Resource, Epoch: epoch, Value: value, Receiver: r.def.mode,
+	})
+	if !ok {
+		return
+	}
+	if got.Write == nil {
+		r.err = fmt.Errorf("%s: worker %s sent no write result", describe(len(r.steps)+1, step), w.name)
+		return
+	}
+	step.Outcome = string(got.Write.Outcome)
+	r.record(step)
+}
+
+// exit asks w to exit and waits until its process has ended.
+func (r *scenarioRun) exit(w *workerProcess) {
+	if r.err != nil {
+		return
+	}
+	step := Step{Actor: w.name, Operation: opExit, Tick: r.clock, Outcome: outcomeExited}
+	if err := w.exit(r.ctx); err != nil {
+		r.err = fmt.Errorf("%s: %w", describe(len(r.steps)+1, step), err)
+		return
+	}
+	r.record(step)
+}
+
+func (r *scenarioRun) call(w *workerProcess, step *Step, req request) (reply, bool) {
+	if r.err != nil {
+		return reply{}, false
+	}
+	got, err := w.call(r.ctx, req)
+	if err != nil {
+		r.err = fmt.Errorf("%s: %w", describe(len(r.steps)+1, *step), err)
+		return reply{}, false
+	}
+	return got, true
+}
+
+// record completes a step with the authority's highest epoch and the
+// receiver's record as they are now.
+func (r *scenarioRun) record(step Step) {
+	rec, found, err := r.observer.Read(r.ctx, r.def.params.Resource)
+	if err != nil {
+		r.err = fmt.Errorf("%s: reading the receiver: %w", describe(len(r.steps)+1, step), err)
+		return
+	}
+	step.HighestEpochGranted = r.highest
+	step.ReceiverAfter = recordOrNil(rec, found)
+	r.steps = append(r.steps, step)
+}
+
+// killRemaining ends every worker that has not exited, so no child outlives
+// a failed run.
+func (r *scenarioRun) killRemaining() {
+	for _, w := range r.workers {
+		w.kill()
+	}
+}
+
+func describe(n int, s Step) string {
+	what := fmt.Sprintf("step %d (%s %s at tick %d", n, s.Actor, s.Operation, s.Tick)
+	if s.Operation == opWrite {
+		what += fmt.Sprintf(" with epoch %d", s.Epoch)
+	}
+	return what + ")"
+}

@@ -1,0 +1,79 @@
+package experiment
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"leases"
+)
+
+// RunWorkerIfRequested turns this process into a worker and exits, when the
+// controller started it as one; otherwise it returns at once. Call it first
+// thing in main and in TestMain: the command and the test binary re-execute
+// themselves to play the worker role.
+func RunWorkerIfRequested() {
+	dbPath, ok := os.LookupEnv(workerEnv)
+	if !ok {
+		return
+	}
+	os.Exit(serveWorker(context.Background(), dbPath, os.Stdin, os.Stdout))
+}
+
+// serveWorker opens its own connection to the database, announces its pid,
+// then performs one request per input line. It returns when told to exit or
+// when its input ends: a controller that is gone leaves no worker behind.
+func serveWorker(ctx context.Context, dbPath string, in io.Reader, out io.Writer) int {
+	enc := json.NewEncoder(out)
+	store, err := leases.Open(ctx, dbPath)
+	if err != nil {
+		_ = enc.Encode(reply{Error: err.Error()})
+		return 1
+	}
+	defer store.Close()
+	if err := enc.Encode(reply{PID: os.Getpid()}); err != nil {
+		return 1
+	}
+	lines := bufio.NewScanner(in)
+	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for lines.Scan() {
+		var req request
+		if err := json.Unmarshal(lines.Bytes(), &req); err != nil {
+			_ = enc.Encode(reply{Error: fmt.Sprintf("garbled request: %v", err)})
+			return 1
+		}
+		if req.Op == opExit {
+			_ = enc.Encode(reply{})
+			return 0
+		}
+		if err := enc.Encode(perform(ctx, store, req)); err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+func perform(ctx context.Context, store *leases.Store, req request) reply {
+	switch req.Op {
+	case opAcquire:
+		lease, err := store.Authority().Acquire(ctx, req.Resource, req.Holder, req.Tick, req.TTL)
+		switch {
+		case errors.Is(err, leases.ErrLeaseHeld):
+			return reply{Refused: err.Error()}
+		case err != nil:
+			return reply{Error: err.Error()}
+		}
+		return reply{Lease: &lease}
+	case opWrite:
+		result, err := store.Receiver(req.Receiver).Write(ctx, req.Resource, req.Epoch, req.Value)
+		if err != nil {
+			return reply{Error: err.Error()}
+		}
+		return reply{Write: &result}
+	}
+	return reply{Error: fmt.Sprintf("unknown operation %q", req.Op)}
+}
