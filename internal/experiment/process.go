@@ -12,9 +12,9 @@ import (
 	"sync"
 )
 
-// workerProcess is the controller's end of one worker: a child process of
-// this very binary, driven one JSON line at a time over its stdin and stdout.
-type workerProcess struct {
+// Worker is the controller's end of one worker: a child process of this
+// very binary, driven one JSON line at a time over its stdin and stdout.
+type Worker struct {
 	name    string
 	pid     int
 	cmd     *exec.Cmd
@@ -29,9 +29,11 @@ type replyLine struct {
 	err  error // set once stdout ends
 }
 
-// startWorker re-executes this binary in the worker role on dbPath and
-// waits, bounded by ctx, for it to announce its pid.
-func startWorker(ctx context.Context, name, dbPath string) (*workerProcess, error) {
+// StartWorker re-executes this binary in the worker role on dbPath and
+// waits, bounded by ctx, for it to announce its pid. The binary must call
+// RunWorkerIfRequested first thing. started, when not nil, learns the pid
+// as soon as the process exists, before the worker has said anything.
+func StartWorker(ctx context.Context, name, dbPath string, started func(pid int)) (*Worker, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
@@ -46,7 +48,7 @@ func startWorker(ctx context.Context, name, dbPath string) (*workerProcess, erro
 	if err != nil {
 		return nil, errors.Join(err, childIn.Close(), stdin.Close())
 	}
-	w := &workerProcess{name: name, stdin: stdin, replies: make(chan replyLine, 1), exited: make(chan struct{})}
+	w := &Worker{name: name, stdin: stdin, replies: make(chan replyLine, 1), exited: make(chan struct{})}
 	w.cmd = exec.Command(exe)
 	w.cmd.Env = append(os.Environ(), workerEnv+"="+dbPath)
 	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = childIn, childOut, &w.stderr
@@ -56,6 +58,9 @@ func startWorker(ctx context.Context, name, dbPath string) (*workerProcess, erro
 	closeErr := errors.Join(childIn.Close(), childOut.Close())
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start worker %s: %w", name, err), stdin.Close(), stdout.Close())
+	}
+	if started != nil {
+		started(w.cmd.Process.Pid)
 	}
 	go w.readReplies(stdout)
 	go func() {
@@ -71,11 +76,15 @@ func startWorker(ctx context.Context, name, dbPath string) (*workerProcess, erro
 		w.kill()
 		return nil, fmt.Errorf("start worker %s: %w", name, err)
 	}
+	if hello.PID != w.cmd.Process.Pid {
+		w.kill()
+		return nil, fmt.Errorf("start worker %s: it says pid %d, the child is %d", name, hello.PID, w.cmd.Process.Pid)
+	}
 	w.pid = hello.PID
 	return w, nil
 }
 
-func (w *workerProcess) readReplies(stdout *os.File) {
+func (w *Worker) readReplies(stdout *os.File) {
 	defer stdout.Close()
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
@@ -91,7 +100,7 @@ func (w *workerProcess) readReplies(stdout *os.File) {
 }
 
 // call sends one request and waits, bounded by ctx, for its reply.
-func (w *workerProcess) call(ctx context.Context, req request) (reply, error) {
+func (w *Worker) call(ctx context.Context, req request) (reply, error) {
 	line, err := json.Marshal(req)
 	if err != nil {
 		return reply{}, err
@@ -102,7 +111,7 @@ func (w *workerProcess) call(ctx context.Context, req request) (reply, error) {
 	return w.receive(ctx)
 }
 
-func (w *workerProcess) receive(ctx context.Context) (reply, error) {
+func (w *Worker) receive(ctx context.Context) (reply, error) {
 	select {
 	case <-ctx.Done():
 		return reply{}, fmt.Errorf("worker %s did not answer: %w", w.name, context.Cause(ctx))
@@ -129,25 +138,34 @@ func (w *workerProcess) receive(ctx context.Context) (reply, error) {
 }
 
 // exit asks the worker to exit and waits, bounded by ctx, until it has.
-func (w *workerProcess) exit(ctx context.Context) error {
+func (w *Worker) exit(ctx context.Context) error {
 	if _, err := w.call(ctx, request{Op: opExit}); err != nil {
 		return err
 	}
-	_ = w.stdin.Close()
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("worker %s did not exit: %w", w.name, context.Cause(ctx))
-	case <-w.exited:
+	if err := w.closeInputAndWait(ctx); err != nil {
+		return err
 	}
-	go w.discardReplies()
 	if !w.cmd.ProcessState.Success() {
 		return fmt.Errorf("worker %s exited with %v%s", w.name, w.cmd.ProcessState, w.stderr.suffix())
 	}
 	return nil
 }
 
+// closeInputAndWait closes the worker's input, which a worker takes as
+// the order to exit, and waits, bounded by ctx, until it has.
+func (w *Worker) closeInputAndWait(ctx context.Context) error {
+	_ = w.stdin.Close()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("worker %s did not exit after its input closed: %w", w.name, context.Cause(ctx))
+	case <-w.exited:
+	}
+	go w.discardReplies()
+	return nil
+}
+
 // kill ends the worker at once, whatever it is doing, and reaps it.
-func (w *workerProcess) kill() {
+func (w *Worker) kill() {
 	_ = w.stdin.Close()
 	_ = w.cmd.Process.Kill()
 	<-w.exited
@@ -155,7 +173,7 @@ func (w *workerProcess) kill() {
 }
 
 // discardReplies lets the reader goroutine finish once nobody listens.
-func (w *workerProcess) discardReplies() {
+func (w *Worker) discardReplies() {
 	for range w.replies {
 	}
 }

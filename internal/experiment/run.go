@@ -25,6 +25,10 @@ type Options struct {
 	// WorkerStarted, when set, learns the pid of every worker process as
 	// it starts. Pids never enter the results.
 	WorkerStarted func(scenario, worker string, pid int)
+	// DatabaseCreated, when set, runs after the controller has created a
+	// scenario's database and before any worker starts. Tests use it to
+	// interfere (hold a lock) and prove that a hung run fails loudly.
+	DatabaseCreated func(scenario, dbPath string)
 }
 
 // Run runs every scenario, each on a fresh database in a temporary
@@ -88,6 +92,9 @@ func runScenario(ctx context.Context, def scenarioDef, opts Options) (sc Scenari
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
 
+	if opts.DatabaseCreated != nil {
+		opts.DatabaseCreated(def.name, dbPath)
+	}
 	r := &scenarioRun{
 		ctx: ctx, def: def, dbPath: dbPath, observer: store.Receiver(def.mode),
 		leaseOf: map[string]leases.Lease{}, opts: opts,

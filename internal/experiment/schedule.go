@@ -16,7 +16,7 @@ type scenarioRun struct {
 	opts     Options
 	dbPath   string
 	observer *leases.Receiver
-	workers  []*workerProcess
+	workers  []*Worker
 	leaseOf  map[string]leases.Lease // latest lease granted to each worker
 	clock    int64
 	highest  int64 // highest epoch granted so far
@@ -25,19 +25,20 @@ type scenarioRun struct {
 }
 
 // start launches a worker process; its name is also its holder name.
-func (r *scenarioRun) start(name string) *workerProcess {
+func (r *scenarioRun) start(name string) *Worker {
 	if r.err != nil {
-		return &workerProcess{name: name}
+		return &Worker{name: name}
 	}
-	w, err := startWorker(r.ctx, name, r.dbPath)
+	w, err := StartWorker(r.ctx, name, r.dbPath, func(pid int) {
+		if r.opts.WorkerStarted != nil {
+			r.opts.WorkerStarted(r.def.name, name, pid)
+		}
+	})
 	if err != nil {
-		r.err = fmt.Errorf("starting worker %s: %w", name, err)
-		return &workerProcess{name: name}
+		r.err = err
+		return &Worker{name: name}
 	}
 	r.workers = append(r.workers, w)
-	if r.opts.WorkerStarted != nil {
-		r.opts.WorkerStarted(r.def.name, name, w.pid)
-	}
 	return w
 }
 
@@ -51,7 +52,7 @@ func (r *scenarioRun) at(tick int64) *scenarioRun {
 }
 
 // acquire asks w to acquire the scenario's resource at the current tick.
-func (r *scenarioRun) acquire(w *workerProcess) {
+func (r *scenarioRun) acquire(w *Worker) {
 	step := Step{Actor: w.name, Operation: opAcquire, Tick: r.clock}
 	got, ok := r.call(w, &step, request{
 		Op: opAcquire, Resource: r.def.params.Resource, Holder: w.name, Tick: r.clock, TTL: r.def.params.TTL,
@@ -72,7 +73,7 @@ func (r *scenarioRun) acquire(w *workerProcess) {
 // write asks w to write value to the receiver with the epoch of the lease
 // it was last granted, whether or not that lease is still live: a paused
 // holder does not know it has lost its lease.
-func (r *scenarioRun) write(w *workerProcess, value string) {
+func (r *scenarioRun) write(w *Worker, value string) {
 	epoch := r.leaseOf[w.name].Epoch
 	step := Step{Actor: w.name, Operation: opWrite, Tick: r.clock, Epoch: epoch, Value: value}
 	got, ok := r.call(w, &step, request{
@@ -90,7 +91,7 @@ func (r *scenarioRun) write(w *workerProcess, value string) {
 }
 
 // exit asks w to exit and waits until its process has ended.
-func (r *scenarioRun) exit(w *workerProcess) {
+func (r *scenarioRun) exit(w *Worker) {
 	if r.err != nil {
 		return
 	}
@@ -102,7 +103,7 @@ func (r *scenarioRun) exit(w *workerProcess) {
 	r.record(step)
 }
 
-func (r *scenarioRun) call(w *workerProcess, step *Step, req request) (reply, bool) {
+func (r *scenarioRun) call(w *Worker, step *Step, req request) (reply, bool) {
 	if r.err != nil {
 		return reply{}, false
 	}

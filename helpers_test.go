@@ -1,0 +1,154 @@
+package leases_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"leases"
+	"leases/internal/experiment"
+
+	"modernc.org/sqlite"
+)
+
+// testTimeout bounds anything a test waits for; it only catches a hang.
+const testTimeout = 30 * time.Second
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func tempDBPath(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "leases.db")
+}
+
+func openStore(t *testing.T, path string) *leases.Store {
+	t.Helper()
+	store, err := leases.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	return store
+}
+
+func newStore(t *testing.T) *leases.Store {
+	t.Helper()
+	return openStore(t, tempDBPath(t))
+}
+
+func mustAcquire(t *testing.T, a *leases.Authority, resource, holder string, now, ttl int64) leases.Lease {
+	t.Helper()
+	lease, err := a.Acquire(context.Background(), resource, holder, now, ttl)
+	if err != nil {
+		t.Fatalf("acquire %s for %s at %d: %v", resource, holder, now, err)
+	}
+	return lease
+}
+
+func mustWrite(t *testing.T, r *leases.Receiver, resource string, epoch int64, value string) leases.WriteResult {
+	t.Helper()
+	result, err := r.Write(context.Background(), resource, epoch, value)
+	if err != nil {
+		t.Fatalf("write %s epoch %d: %v", resource, epoch, err)
+	}
+	return result
+}
+
+// dumpTables renders every row of every table, through a connection of its
+// own, so a test can show that an operation changed nothing.
+func dumpTables(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var out strings.Builder
+	for _, query := range []string{
+		`SELECT resource, epoch, holder, granted_at, expires_at, last_tick FROM authority_leases ORDER BY resource`,
+		`SELECT resource, epoch, value FROM receiver_records ORDER BY resource`,
+	} {
+		rows, err := db.Query(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&out, "%q\n", vals)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out.String()
+}
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	var sqliteErr *sqlite.Error
+	return errors.As(err, &sqliteErr) && sqliteErr.Code()&0xff == 5 // SQLITE_BUSY
+}
+
+// processGone reports whether no process with pid exists any more.
+func processGone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// runScenario runs one named scenario and reports its workers' pids.
+func runScenario(t *testing.T, name string) (experiment.Scenario, map[string]int) {
+	t.Helper()
+	pids := map[string]int{}
+	sc, err := experiment.RunScenario(testContext(t), name, experiment.Options{
+		WorkerStarted: func(_, worker string, pid int) { pids[worker] = pid },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pids["A"] == 0 || pids["B"] == 0 || pids["A"] == pids["B"] || pids["A"] == os.Getpid() || pids["B"] == os.Getpid() {
+		t.Fatalf("workers A and B must be two processes other than the test's (%d): %v", os.Getpid(), pids)
+	}
+	return sc, pids
+}
+
+// findStep returns the n-th (from 1) step of actor doing operation.
+func findStep(t *testing.T, sc experiment.Scenario, actor, operation string, n int) experiment.Step {
+	t.Helper()
+	for _, s := range sc.Steps {
+		if s.Actor == actor && s.Operation == operation {
+			n--
+			if n == 0 {
+				return s
+			}
+		}
+	}
+	t.Fatalf("scenario %s has no such step: %s %s", sc.Name, actor, operation)
+	return experiment.Step{}
+}
+
+// runCommand runs the command in-process; its workers are this test binary.
+func runCommand(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut strings.Builder
+	code = experiment.Main(testContext(t), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}

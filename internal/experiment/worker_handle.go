@@ -1,0 +1,54 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+
+	"leases"
+)
+
+// PID is the worker's process id.
+func (w *Worker) PID() int { return w.pid }
+
+// Acquire asks the worker to acquire resource for itself (its name is the
+// holder) at tick for ttl ticks. A refusal is an error that matches
+// leases.ErrLeaseHeld.
+func (w *Worker) Acquire(ctx context.Context, resource string, tick, ttl int64) (leases.Lease, error) {
+	got, err := w.call(ctx, request{Op: opAcquire, Resource: resource, Holder: w.name, Tick: tick, TTL: ttl})
+	if err != nil {
+		return leases.Lease{}, err
+	}
+	if got.Lease == nil {
+		return leases.Lease{}, refusal(got.Refused)
+	}
+	return *got.Lease, nil
+}
+
+// Write asks the worker to write value with epoch to a receiver in mode.
+func (w *Worker) Write(ctx context.Context, mode leases.Mode, resource string, epoch int64, value string) (leases.WriteResult, error) {
+	got, err := w.call(ctx, request{Op: opWrite, Resource: resource, Epoch: epoch, Value: value, Receiver: mode})
+	if err != nil {
+		return leases.WriteResult{}, err
+	}
+	if got.Write == nil {
+		return leases.WriteResult{}, fmt.Errorf("worker %s sent no write result", w.name)
+	}
+	return *got.Write, nil
+}
+
+// Exit asks the worker to exit and waits, bounded by ctx, until it has.
+func (w *Worker) Exit(ctx context.Context) error { return w.exit(ctx) }
+
+// Abandon closes the worker's input, as a controller that dies does, and
+// waits, bounded by ctx, for the worker to exit on its own.
+func (w *Worker) Abandon(ctx context.Context) error { return w.closeInputAndWait(ctx) }
+
+// Kill ends the worker at once and reaps it.
+func (w *Worker) Kill() { w.kill() }
+
+// refusal carries an authority's refusal across the process boundary and
+// still matches leases.ErrLeaseHeld.
+type refusal string
+
+func (r refusal) Error() string        { return string(r) }
+func (r refusal) Is(target error) bool { return target == leases.ErrLeaseHeld }

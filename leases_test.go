@@ -1,0 +1,664 @@
+package leases_test
+
+// The contract suite: exactly 17 top-level tests, one or more per clause of
+// CONTRACT.md (C1-C12). Tests that go beyond the contract live in files of
+// their own.
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"leases"
+	"leases/internal/experiment"
+)
+
+// C1: epochs strictly increase per resource, and resources do not share a
+// sequence.
+func TestEpochsIncreasePerResource(t *testing.T) {
+	auth := newStore(t).Authority()
+	grants := []struct {
+		resource, holder string
+		now              int64
+		wantEpoch        int64
+	}{
+		{"alpha", "A", 0, 1},
+		{"beta", "A", 0, 1}, // another resource starts at 1 again
+		{"alpha", "B", 2, 2},
+		{"alpha", "C", 4, 3},
+		{"beta", "B", 9, 2},
+		{"alpha", "A", 6, 4}, // an earlier holder comes back with a new epoch
+	}
+	for _, g := range grants {
+		lease := mustAcquire(t, auth, g.resource, g.holder, g.now, 2)
+		if lease.Epoch != g.wantEpoch {
+			t.Errorf("acquire %s by %s at %d: epoch %d, want %d", g.resource, g.holder, g.now, lease.Epoch, g.wantEpoch)
+		}
+	}
+}
+
+// C2: a lease granted at t for d ticks is live at t+d-1 and expired at t+d.
+func TestExpiryBoundary(t *testing.T) {
+	const grantedAt, ttl = 10, 5 // expires at tick 15
+	cases := []struct {
+		name      string
+		holder    string
+		now       int64
+		wantEpoch int64 // 0: refused
+	}{
+		{"another holder one tick before expiry", "B", grantedAt + ttl - 1, 0},
+		{"another holder at the grant tick", "B", grantedAt, 0},
+		{"the same holder before expiry", "A", grantedAt + ttl - 1, 0},
+		{"another holder at exactly the expiry tick", "B", grantedAt + ttl, 2},
+		{"the same holder at the expiry tick", "A", grantedAt + ttl, 2},
+		{"another holder long after expiry", "B", grantedAt + 10*ttl, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tempDBPath(t)
+			auth := openStore(t, path).Authority()
+			mustAcquire(t, auth, "r", "A", grantedAt, ttl)
+			lease, err := auth.Acquire(context.Background(), "r", tc.holder, tc.now, ttl)
+			if tc.wantEpoch == 0 {
+				if !errors.Is(err, leases.ErrLeaseHeld) {
+					t.Fatalf("acquire at %d: got %v, %v; want ErrLeaseHeld", tc.now, lease, err)
+				}
+				if msg := err.Error(); !strings.Contains(msg, `"A"`) || !strings.Contains(msg, "until tick 15") {
+					t.Errorf("refusal %q should name the holder and its expiry tick", msg)
+				}
+				return
+			}
+			if err != nil || lease.Epoch != tc.wantEpoch || lease.ExpiresAt != tc.now+ttl {
+				t.Fatalf("acquire at %d: got %+v, %v; want epoch %d expiring at %d", tc.now, lease, err, tc.wantEpoch, tc.now+ttl)
+			}
+		})
+	}
+}
+
+// Renewal extends the holder's live lease under the same epoch; nobody else
+// can renew it, and an expired lease cannot be renewed.
+func TestRenewExtendsOnlyTheHoldersLiveLease(t *testing.T) {
+	ctx := context.Background()
+	auth := newStore(t).Authority()
+	lease := mustAcquire(t, auth, "r", "A", 0, 3)
+	renewed, err := auth.Renew(ctx, lease, 2, 3)
+	if err != nil || renewed.Epoch != lease.Epoch || renewed.ExpiresAt != 5 {
+		t.Fatalf("renew: %+v, %v; want epoch %d expiring at 5", renewed, err, lease.Epoch)
+	}
+	if _, err := auth.Acquire(ctx, "r", "B", 3, 3); !errors.Is(err, leases.ErrLeaseHeld) {
+		t.Fatalf("acquire at the old expiry tick after renewal: %v, want ErrLeaseHeld", err)
+	}
+	impostor := renewed
+	impostor.Holder = "B"
+	if _, err := auth.Renew(ctx, impostor, 4, 3); !errors.Is(err, leases.ErrNotHolder) {
+		t.Errorf("renew by another holder: %v, want ErrNotHolder", err)
+	}
+	if _, err := auth.Renew(ctx, renewed, 5, 3); !errors.Is(err, leases.ErrLeaseExpired) {
+		t.Errorf("renew at the expiry tick: %v, want ErrLeaseExpired", err)
+	}
+	next := mustAcquire(t, auth, "r", "B", 5, 3)
+	if _, err := auth.Renew(ctx, renewed, 6, 3); !errors.Is(err, leases.ErrNotHolder) {
+		t.Errorf("renew of an old epoch after a new grant: %v, want ErrNotHolder", err)
+	}
+	if next.Epoch != renewed.Epoch+1 {
+		t.Errorf("grant after the renewed lease expired: epoch %d, want %d", next.Epoch, renewed.Epoch+1)
+	}
+}
+
+// Release frees the resource at once, but its epoch is never handed out
+// again.
+func TestReleaseNeverReusesEpoch(t *testing.T) {
+	ctx := context.Background()
+	auth := newStore(t).Authority()
+	first := mustAcquire(t, auth, "r", "A", 0, 100)
+	impostor := first
+	impostor.Holder = "B"
+	if err := auth.Release(ctx, impostor, 1); !errors.Is(err, leases.ErrNotHolder) {
+		t.Errorf("release by another holder: %v, want ErrNotHolder", err)
+	}
+	if err := auth.Release(ctx, first, 1); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if err := auth.Release(ctx, first, 1); !errors.Is(err, leases.ErrNotHolder) {
+		t.Errorf("second release: %v, want ErrNotHolder", err)
+	}
+	second := mustAcquire(t, auth, "r", "B", 1, 2)
+	if second.Epoch != first.Epoch+1 {
+		t.Fatalf("acquire after release: epoch %d, want %d (never reuse %d)", second.Epoch, first.Epoch+1, first.Epoch)
+	}
+	if err := auth.Release(ctx, second, 3); !errors.Is(err, leases.ErrLeaseExpired) {
+		t.Errorf("release of an expired lease: %v, want ErrLeaseExpired", err)
+	}
+}
+
+// C6: every outcome of the fenced receiver, with the stored record
+// unchanged on replay, conflict and stale.
+func TestFencedReceiverOutcomes(t *testing.T) {
+	stored := leases.Record{Epoch: 2, Value: "v2"}
+	cases := []struct {
+		name  string
+		empty bool
+		epoch int64
+		value string
+		want  leases.Outcome
+	}{
+		{"first write to an empty receiver", true, 1, "v1", leases.Accepted},
+		{"higher epoch", false, 3, "v3", leases.Accepted},
+		{"equal epoch and value: replay", false, 2, "v2", leases.Replay},
+		{"equal epoch, other value: conflict", false, 2, "other", leases.Conflict},
+		{"lower epoch: stale", false, 1, "v1", leases.Stale},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tempDBPath(t)
+			recv := openStore(t, path).Receiver(leases.Fenced)
+			if !tc.empty {
+				mustWrite(t, recv, "r", stored.Epoch, stored.Value)
+			}
+			before := dumpTables(t, path)
+			got := mustWrite(t, recv, "r", tc.epoch, tc.value)
+			if got.Outcome != tc.want {
+				t.Fatalf("outcome %s, want %s", got.Outcome, tc.want)
+			}
+			want := stored
+			if tc.want == leases.Accepted {
+				want = leases.Record{Epoch: tc.epoch, Value: tc.value}
+			} else if after := dumpTables(t, path); after != before {
+				t.Errorf("a %s write changed the database:\n%s\nbecame\n%s", got.Outcome, before, after)
+			}
+			read, found, err := recv.Read(context.Background(), "r")
+			if err != nil || !found || read != want || got.Record != want {
+				t.Errorf("stored %+v (found %v, %v), reported %+v; want %+v", read, found, err, got.Record, want)
+			}
+		})
+	}
+}
+
+// C8 at the library level: without the comparison, whatever comes last
+// wins, lower epoch or not.
+func TestUnfencedReceiverStoresWhateverComesLast(t *testing.T) {
+	recv := newStore(t).Receiver(leases.Unfenced)
+	writes := []struct {
+		epoch int64
+		value string
+	}{{2, "new"}, {2, "another"}, {1, "old"}}
+	for _, w := range writes {
+		if got := mustWrite(t, recv, "r", w.epoch, w.value); got.Outcome != leases.Accepted {
+			t.Fatalf("unfenced write epoch %d: %s, want accepted", w.epoch, got.Outcome)
+		}
+	}
+	got, _, err := recv.Read(context.Background(), "r")
+	if err != nil || got != (leases.Record{Epoch: 1, Value: "old"}) {
+		t.Fatalf("stored %+v, %v; want the last write (epoch 1, old)", got, err)
+	}
+}
+
+// holdInsideTransaction starts op in the background and returns once op is
+// paused inside its transaction, between its read and its write; resume
+// lets it commit and returns its error.
+func holdInsideTransaction(t *testing.T, operation string, op func() error) (resume func() error) {
+	t.Helper()
+	inside, proceed, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	var paused atomic.Bool
+	t.Cleanup(leases.SetHookInsideTransaction(func(got string) {
+		if got == operation && paused.CompareAndSwap(false, true) {
+			close(inside)
+			<-proceed
+		}
+	}))
+	go func() { done <- op() }()
+	select {
+	case <-inside:
+	case err := <-done:
+		t.Fatalf("%s finished without reaching its transaction: %v", operation, err)
+	case <-time.After(testTimeout):
+		t.Fatalf("%s never reached its transaction", operation)
+	}
+	return func() error {
+		close(proceed)
+		return <-done
+	}
+}
+
+// C1: acquire reads and writes in one BEGIN IMMEDIATE transaction. While one
+// acquire sits between its read and its write, another connection cannot
+// write at all; if it could, both would be granted epoch 1.
+func TestAcquireIsOneImmediateTransaction(t *testing.T) {
+	ctx := context.Background()
+	path := tempDBPath(t)
+	first := openStore(t, path).Authority()
+	other, err := leases.OpenWithBusyTimeout(ctx, path, 0) // fail at once instead of waiting
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+
+	var granted leases.Lease
+	resume := holdInsideTransaction(t, "acquire", func() (err error) {
+		granted, err = first.Acquire(ctx, "r", "A", 0, 3)
+		return err
+	})
+	if lease, err := other.Authority().Acquire(ctx, "r", "B", 0, 3); !isBusy(err) {
+		t.Errorf("acquire by another connection during A's transaction: %+v, %v; want SQLITE_BUSY", lease, err)
+	}
+	if err := resume(); err != nil || granted.Epoch != 1 {
+		t.Fatalf("A's acquire: %+v, %v; want epoch 1", granted, err)
+	}
+	if _, err := other.Authority().Acquire(ctx, "r", "B", 1, 3); !errors.Is(err, leases.ErrLeaseHeld) {
+		t.Fatalf("acquire after A committed: %v, want ErrLeaseHeld", err)
+	}
+}
+
+// C4: the receiver compares and writes in one transaction. While a write
+// sits between its comparison and its store, another connection's higher
+// epoch cannot slip in; if it could, the slower lower epoch would overwrite
+// it and the stored epoch would go down.
+func TestReceiverComparesAndWritesInOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	path := tempDBPath(t)
+	first := openStore(t, path).Receiver(leases.Fenced)
+	mustWrite(t, first, "r", 1, "v1")
+	otherStore, err := leases.OpenWithBusyTimeout(ctx, path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = otherStore.Close() })
+	other := otherStore.Receiver(leases.Fenced)
+
+	var slow leases.WriteResult
+	resume := holdInsideTransaction(t, "write", func() (err error) {
+		slow, err = first.Write(ctx, "r", 2, "v2")
+		return err
+	})
+	if got, err := other.Write(ctx, "r", 3, "v3"); !isBusy(err) {
+		t.Errorf("write by another connection during the compare-and-write: %+v, %v; want SQLITE_BUSY", got, err)
+	}
+	if err := resume(); err != nil || slow.Outcome != leases.Accepted {
+		t.Fatalf("paused write: %+v, %v; want accepted", slow, err)
+	}
+	if got, err := other.Write(ctx, "r", 3, "v3"); err != nil || got.Outcome != leases.Accepted {
+		t.Fatalf("retried write: %+v, %v; want accepted", got, err)
+	}
+	if got, _, _ := first.Read(ctx, "r"); got.Epoch != 3 {
+		t.Fatalf("stored epoch %d, want 3: the stored epoch went down", got.Epoch)
+	}
+}
+
+// C7: the fence is durable. One process commits epoch 2 and exits; another
+// process, with a connection of its own, is refused epoch 1.
+func TestFenceSurvivesReopenByAnotherProcess(t *testing.T) {
+	ctx := testContext(t)
+	path := tempDBPath(t)
+	openStore(t, path) // creates the database
+	newer, err := experiment.StartWorker(ctx, "B", path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(newer.Kill)
+	if got, err := newer.Write(ctx, leases.Fenced, "r", 2, "new"); err != nil || got.Outcome != leases.Accepted {
+		t.Fatalf("write epoch 2: %+v, %v", got, err)
+	}
+	if err := newer.Exit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	older, err := experiment.StartWorker(ctx, "A", path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(older.Kill)
+	if older.PID() == newer.PID() || !processGone(newer.PID()) {
+		t.Fatalf("want two processes, the first gone: %d, %d", newer.PID(), older.PID())
+	}
+	got, err := older.Write(ctx, leases.Fenced, "r", 1, "old")
+	if err != nil || got.Outcome != leases.Stale || got.Record != (leases.Record{Epoch: 2, Value: "new"}) {
+		t.Fatalf("write epoch 1 in a new process: %+v, %v; want stale with epoch 2 kept", got, err)
+	}
+}
+
+// C9: workers are real processes other than the controller; a worker whose
+// input closes exits; a hung run fails loudly and leaves no process behind.
+func TestWorkerProcesses(t *testing.T) {
+	t.Run("every worker is its own process, gone after the run", func(t *testing.T) {
+		pids := map[int]string{}
+		_, err := experiment.Run(testContext(t), experiment.Options{
+			WorkerStarted: func(scenario, worker string, pid int) { pids[pid] = scenario + "/" + worker },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pids) < 6 {
+			t.Fatalf("%d distinct worker processes, want at least 6: %v", len(pids), pids)
+		}
+		for pid, who := range pids {
+			if pid == os.Getpid() {
+				t.Errorf("worker %s ran in the controller's own process", who)
+			}
+			if !processGone(pid) {
+				t.Errorf("worker %s (pid %d) outlived the run", who, pid)
+			}
+		}
+	})
+	t.Run("a worker whose input closes exits", func(t *testing.T) {
+		ctx := testContext(t)
+		path := tempDBPath(t)
+		openStore(t, path)
+		w, err := experiment.StartWorker(ctx, "A", path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Kill)
+		if err := w.Abandon(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !processGone(w.PID()) {
+			t.Fatalf("worker %d still exists", w.PID())
+		}
+	})
+	t.Run("a hung run fails naming its step and ends its workers", func(t *testing.T) {
+		var pids []int
+		var lock *sql.Tx
+		_, err := experiment.RunScenario(testContext(t), experiment.FencedReceiver, experiment.Options{
+			Timeout: 500 * time.Millisecond, // bounds this deliberate hang; a healthy start takes a few ms
+			DatabaseCreated: func(_, path string) {
+				// Hold the write lock so the worker's first transaction waits.
+				db, err := sql.Open("sqlite", path+"?_txlock=immediate")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = db.Close() })
+				if lock, err = db.BeginTx(context.Background(), nil); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = lock.Rollback() })
+			},
+			WorkerStarted: func(_, _ string, pid int) { pids = append(pids, pid) },
+		})
+		if err == nil || !strings.Contains(err.Error(), experiment.FencedReceiver) ||
+			!strings.Contains(err.Error(), "worker A") || !strings.Contains(err.Error(), "timed out") {
+			t.Fatalf("error %v should name the scenario, the worker and the timeout", err)
+		}
+		if len(pids) == 0 {
+			t.Fatal("no worker was started")
+		}
+		for _, pid := range pids {
+			if !processGone(pid) {
+				t.Errorf("worker %d outlived the failed run", pid)
+			}
+		}
+	})
+}
+
+// C11: the command reruns the experiment and reproduces results.json byte
+// for byte, twice in a row.
+func TestCommandReproducesResultsJSON(t *testing.T) {
+	for run := 1; run <= 2; run++ {
+		out := filepath.Join(t.TempDir(), "reproduced.json")
+		code, _, stderr := runCommand(t, "--check", "results.json", "--output", out)
+		if code != experiment.ExitMatch {
+			t.Fatalf("run %d: exit %d, want 0; stderr:\n%s", run, code, stderr)
+		}
+		want, err := os.ReadFile("results.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("run %d: reproduced.json differs from results.json", run)
+		}
+	}
+}
+
+// C11: --check catches a change of meaning and names where it is; a change
+// of bytes only is caught too.
+func TestCheckReportsTamperedFile(t *testing.T) {
+	original, err := os.ReadFile("results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name       string
+		tamper     func(string) string
+		wantInLine string
+	}{
+		{"a stale write turned into an accepted one",
+			func(s string) string { return strings.Replace(s, `"outcome": "stale"`, `"outcome": "accepted"`, 1) },
+			`.outcome: expected "accepted", got "stale"`},
+		{"a verdict flipped",
+			func(s string) string {
+				return strings.Replace(s, `"newer_value_lost": true`, `"newer_value_lost": false`, 1)
+			},
+			`$.scenarios[0].verdicts.newer_value_lost: expected false, got true`},
+		{"a field added",
+			func(s string) string { return strings.Replace(s, `"schema":`, `"extra": 1, "schema":`, 1) },
+			`$.extra: expected 1, got no such key`},
+		{"the same meaning in other bytes",
+			func(s string) string { return strings.ReplaceAll(s, "  ", "\t") },
+			"means the same"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tampered := tc.tamper(string(original))
+			if tampered == string(original) {
+				t.Fatal("the tampering changed nothing")
+			}
+			path := filepath.Join(t.TempDir(), "tampered.json")
+			if err := os.WriteFile(path, []byte(tampered), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := runCommand(t, "--check", path, "--output", filepath.Join(t.TempDir(), "out.json"))
+			lastLine := stderr[strings.LastIndex(strings.TrimSuffix(stderr, "\n"), "\n")+1:]
+			if code != experiment.ExitMismatch || !strings.Contains(lastLine, tc.wantInLine) {
+				t.Fatalf("exit %d, last line %q; want exit 1 and %q", code, lastLine, tc.wantInLine)
+			}
+		})
+	}
+}
+
+// C11: usage errors and missing or garbled files are found before anything
+// runs: exit 2, one line, and the file being checked left as it was.
+func TestCommandRejectsBadUsageAndFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	valid, err := os.ReadFile("results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := write("checked.json", string(valid))
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--frobnicate"}, "flag provided but not defined"},
+		{"stray argument", []string{"results.json"}, "unexpected argument"},
+		{"non-positive timeout", []string{"--timeout", "0s"}, "--timeout must be positive"},
+		{"missing --check file", []string{"--check", filepath.Join(dir, "absent.json")}, "cannot read --check file"},
+		{"empty --check file", []string{"--check", write("empty.json", "")}, "not valid JSON"},
+		{"truncated --check file", []string{"--check", write("truncated.json", string(valid[:len(valid)/2]))}, "not valid JSON"},
+		{"not JSON at all", []string{"--check", write("text.json", "hello\n")}, "not valid JSON"},
+		{"two documents", []string{"--check", write("two.json", "{}\n{}\n")}, "not valid JSON"},
+		{"--output into a missing directory", []string{"--output", filepath.Join(dir, "no", "out.json")}, "does not exist"},
+		{"--output onto the --check file", []string{"--check", checked, "--output", checked}, "same file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCommand(t, tc.args...)
+			if code != experiment.ExitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+	if got, _ := os.ReadFile(checked); !bytes.Equal(got, valid) {
+		t.Error("the --check file was changed")
+	}
+	if code, stdout, _ := runCommand(t, "-h"); code != 0 || !strings.Contains(stdout, "usage: run-experiment") {
+		t.Errorf("-h: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// Bad input is refused with ErrInvalidInput and changes nothing, row for
+// row.
+func TestBadInputChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	path := tempDBPath(t)
+	store := openStore(t, path)
+	auth, fenced := store.Authority(), store.Receiver(leases.Fenced)
+	held := mustAcquire(t, auth, "r", "A", 5, 10)
+	mustWrite(t, fenced, "r", held.Epoch, "v")
+	before := dumpTables(t, path)
+
+	acquire := func(resource, holder string, now, ttl int64) func() error {
+		return func() error { _, err := auth.Acquire(ctx, resource, holder, now, ttl); return err }
+	}
+	renew := func(l leases.Lease, now, ttl int64) func() error {
+		return func() error { _, err := auth.Renew(ctx, l, now, ttl); return err }
+	}
+	write := func(r *leases.Receiver, resource string, epoch int64, value string) func() error {
+		return func() error { _, err := r.Write(ctx, resource, epoch, value); return err }
+	}
+	with := func(change func(*leases.Lease)) leases.Lease { l := held; change(&l); return l }
+	cases := []struct {
+		name string
+		call func() error
+	}{
+		{"acquire: empty resource", acquire("", "B", 20, 1)},
+		{"acquire: empty holder", acquire("r", "", 20, 1)},
+		{"acquire: zero ttl", acquire("r", "B", 20, 0)},
+		{"acquire: negative ttl", acquire("r", "B", 20, -1)},
+		{"acquire: negative tick", acquire("other", "B", -1, 1)},
+		{"acquire: tick before the last change", acquire("r", "B", 4, 1)},
+		{"acquire: expiry overflows", acquire("r", "B", 20, math.MaxInt64)},
+		{"acquire: NUL in a name", acquire("r\x00; DROP TABLE authority_leases", "B", 20, 1)},
+		{"acquire: invalid UTF-8", acquire("r\xff", "B", 20, 1)},
+		{"acquire: name too long", acquire(strings.Repeat("r", leases.MaxNameBytes+1), "B", 20, 1)},
+		{"renew: epoch 0", renew(with(func(l *leases.Lease) { l.Epoch = 0 }), 6, 1)},
+		{"renew: zero ttl", renew(held, 6, 0)},
+		{"renew: tick before the last change", renew(held, 4, 1)},
+		{"release: negative epoch", func() error { return auth.Release(ctx, with(func(l *leases.Lease) { l.Epoch = -1 }), 6) }},
+		{"release: tick before the last change", func() error { return auth.Release(ctx, held, 4) }},
+		{"write: epoch 0", write(fenced, "r", 0, "x")},
+		{"write: empty resource", write(fenced, "", 2, "x")},
+		{"write: value too long", write(fenced, "r", 2, strings.Repeat("x", leases.MaxValueBytes+1))},
+		{"write: unknown receiver mode", write(store.Receiver("half-fenced"), "r", 2, "x")},
+		{"unfenced write: epoch 0", write(store.Receiver(leases.Unfenced), "r", 0, "x")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if !errors.Is(err, leases.ErrInvalidInput) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("got %v; want a one-line ErrInvalidInput", err)
+			}
+			if after := dumpTables(t, path); after != before {
+				t.Fatalf("the database changed:\n%s\nbecame\n%s", before, after)
+			}
+		})
+	}
+	if _, err := auth.Acquire(ctx, "r", "B", 4, 1); !errors.Is(err, leases.ErrTickBackwards) {
+		t.Errorf("a backwards tick should also match ErrTickBackwards: %v", err)
+	}
+	if _, err := leases.Open(ctx, ""); !errors.Is(err, leases.ErrInvalidInput) {
+		t.Errorf("open with an empty path: %v", err)
+	}
+}
+
+// C8, C9: the seed's schedule with real processes against a receiver that
+// does not compare epochs. The paused old holder's write lands after the
+// new holder's: lease expiry alone does not revoke A.
+func TestUnfencedReceiver(t *testing.T) {
+	sc, _ := runScenario(t, experiment.UnfencedReceiver)
+	checkBoundarySteps(t, sc)
+	b := findStep(t, sc, "B", "write", 1)
+	a := findStep(t, sc, "A", "write", 1)
+	if b.Outcome != "accepted" || a.Outcome != "accepted" || a.Epoch != 1 {
+		t.Fatalf("B's write %s, A's epoch-%d write %s; want both accepted", b.Outcome, a.Epoch, a.Outcome)
+	}
+	if sc.Final == nil || *sc.Final != (leases.Record{Epoch: 1, Value: sc.Parameters.ValueA}) {
+		t.Fatalf("final %+v; want A's stale value at epoch 1", sc.Final)
+	}
+	v := sc.Verdicts
+	if !v.StaleWriteAccepted || !v.NewerValueLost || !v.TwoValuesAcceptedAtOneEpoch || v.StaleWriteRejected {
+		t.Fatalf("verdicts %+v", v)
+	}
+}
+
+// C6, C8, C9: the same schedule against the fenced receiver: A's old epoch
+// is rejected as stale and B's value stays; B's resend is a replay and its
+// different value a conflict, neither changing the record.
+func TestFencedReceiver(t *testing.T) {
+	sc, _ := runScenario(t, experiment.FencedReceiver)
+	checkBoundarySteps(t, sc)
+	bValue := leases.Record{Epoch: 2, Value: sc.Parameters.ValueB}
+	for n, want := range []leases.Outcome{leases.Accepted, leases.Replay, leases.Conflict} {
+		s := findStep(t, sc, "B", "write", n+1)
+		if s.Outcome != string(want) || s.ReceiverAfter == nil || *s.ReceiverAfter != bValue {
+			t.Errorf("B's write %d: %s leaving %+v; want %s leaving %+v", n+1, s.Outcome, s.ReceiverAfter, want, bValue)
+		}
+	}
+	a := findStep(t, sc, "A", "write", 1)
+	if a.Outcome != string(leases.Stale) || a.Epoch != 1 {
+		t.Fatalf("A's epoch-%d write: %s, want stale", a.Epoch, a.Outcome)
+	}
+	if sc.Final == nil || *sc.Final != bValue {
+		t.Fatalf("final %+v, want B's value %+v", sc.Final, bValue)
+	}
+	v := sc.Verdicts
+	if v.StaleWriteAccepted || v.NewerValueLost || !v.StaleWriteRejected || !v.ReplayReported || !v.ConflictRejected {
+		t.Fatalf("verdicts %+v", v)
+	}
+}
+
+// C7, C9: the gap. B holds epoch 2 but has not written; A's epoch-1 write
+// reaches the receiver first and is accepted. Only once B's epoch 2 is
+// committed there is A's write rejected.
+func TestExpiryBeforeReceiverObservationGap(t *testing.T) {
+	sc, _ := runScenario(t, experiment.ExpiryBeforeReceiverObservationGap)
+	granted := findStep(t, sc, "B", "acquire", 1)
+	first := findStep(t, sc, "A", "write", 1)
+	if granted.Epoch != 2 || first.Outcome != string(leases.Accepted) || first.HighestEpochGranted != 2 {
+		t.Fatalf("B granted epoch %d; A's write %s while epoch %d was granted; want A accepted after epoch 2",
+			granted.Epoch, first.Outcome, first.HighestEpochGranted)
+	}
+	if b := findStep(t, sc, "B", "write", 1); b.Outcome != string(leases.Accepted) {
+		t.Fatalf("B's write: %s, want accepted", b.Outcome)
+	}
+	if again := findStep(t, sc, "A", "write", 2); again.Outcome != string(leases.Stale) {
+		t.Fatalf("A's write after the receiver committed epoch 2: %s, want stale", again.Outcome)
+	}
+	v := sc.Verdicts
+	if !v.StaleWriteAccepted || !v.StaleWriteRejected || v.NewerValueLost {
+		t.Fatalf("verdicts %+v", v)
+	}
+}
+
+// checkBoundarySteps checks C2 inside a real-process scenario: B is refused
+// one tick before A's expiry and granted the next epoch at it.
+func checkBoundarySteps(t *testing.T, sc experiment.Scenario) {
+	t.Helper()
+	a := findStep(t, sc, "A", "acquire", 1)
+	early := findStep(t, sc, "B", "acquire", 1)
+	atExpiry := findStep(t, sc, "B", "acquire", 2)
+	if a.Outcome != "granted" || a.Epoch != 1 || early.Tick != a.ExpiresAt-1 || early.Outcome != "refused" ||
+		atExpiry.Tick != a.ExpiresAt || atExpiry.Outcome != "granted" || atExpiry.Epoch != 2 {
+		t.Fatalf("boundary steps: A %+v, B early %+v, B at expiry %+v", a, early, atExpiry)
+	}
+	if !sc.Verdicts.RefusedOneTickBeforeExpiry || !sc.Verdicts.GrantedAtExpiry {
+		t.Fatalf("boundary verdicts %+v", sc.Verdicts)
+	}
+}
