@@ -362,7 +362,7 @@ func TestWorkerProcesses(t *testing.T) {
 			t.Fatalf("worker %d still exists", w.PID())
 		}
 	})
-	t.Run("a hung run fails naming its step and ends its workers", func(t *testing.T) {
+	t.Run("a hung run fails naming scenario and worker, and ends its workers", func(t *testing.T) {
 		var pids []int
 		var lock *sql.Tx
 		_, err := experiment.RunScenario(testContext(t), experiment.FencedReceiver, experiment.Options{

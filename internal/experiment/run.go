@@ -59,15 +59,6 @@ func RunScenario(ctx context.Context, name string, opts Options) (Scenario, erro
 	return Scenario{}, fmt.Errorf("no scenario called %q", name)
 }
 
-// ScenarioNames lists the scenarios in the order Run runs them.
-func ScenarioNames() []string {
-	names := make([]string, len(scenarios))
-	for i, def := range scenarios {
-		names[i] = def.name
-	}
-	return names
-}
-
 func withTimeout(ctx context.Context, opts Options) (context.Context, context.CancelFunc) {
 	timeout := opts.Timeout
 	if timeout <= 0 {
