@@ -66,6 +66,11 @@ func mustWrite(t *testing.T, r *leases.Receiver, resource string, epoch int64, v
 	return result
 }
 
+// written is the record a write of value at epoch leaves behind.
+func written(epoch int64, value string) leases.Record {
+	return leases.Record{Epoch: epoch, ValueEpoch: epoch, Value: value}
+}
+
 // dumpTables renders every row of every table, through a connection of its
 // own, so a test can show that an operation changed nothing.
 func dumpTables(t *testing.T, path string) string {
@@ -78,7 +83,7 @@ func dumpTables(t *testing.T, path string) string {
 	var out strings.Builder
 	for _, query := range []string{
 		`SELECT resource, epoch, holder, granted_at, expires_at, last_tick FROM authority_leases ORDER BY resource`,
-		`SELECT resource, epoch, value FROM receiver_records ORDER BY resource`,
+		`SELECT resource, epoch, value_epoch, value FROM receiver_records ORDER BY resource`,
 	} {
 		rows, err := db.Query(query)
 		if err != nil {

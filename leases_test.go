@@ -142,7 +142,7 @@ func TestReleaseNeverReusesEpoch(t *testing.T) {
 // C6: every outcome of the fenced receiver, with the stored record
 // unchanged on replay, conflict and stale.
 func TestFencedReceiverOutcomes(t *testing.T) {
-	stored := leases.Record{Epoch: 2, Value: "v2"}
+	stored := written(2, "v2")
 	cases := []struct {
 		name  string
 		empty bool
@@ -170,7 +170,7 @@ func TestFencedReceiverOutcomes(t *testing.T) {
 			}
 			want := stored
 			if tc.want == leases.Accepted {
-				want = leases.Record{Epoch: tc.epoch, Value: tc.value}
+				want = written(tc.epoch, tc.value)
 			} else if after := dumpTables(t, path); after != before {
 				t.Errorf("a %s write changed the database:\n%s\nbecame\n%s", got.Outcome, before, after)
 			}
@@ -196,7 +196,7 @@ func TestUnfencedReceiverStoresWhateverComesLast(t *testing.T) {
 		}
 	}
 	got, _, err := recv.Read(context.Background(), "r")
-	if err != nil || got != (leases.Record{Epoch: 1, Value: "old"}) {
+	if err != nil || got != written(1, "old") {
 		t.Fatalf("stored %+v, %v; want the last write (epoch 1, old)", got, err)
 	}
 }
@@ -318,7 +318,7 @@ func TestFenceSurvivesReopenByAnotherProcess(t *testing.T) {
 		t.Fatalf("want two processes, the first gone: %d, %d", newer.PID(), older.PID())
 	}
 	got, err := older.Write(ctx, leases.Fenced, "r", 1, "old")
-	if err != nil || got.Outcome != leases.Stale || got.Record != (leases.Record{Epoch: 2, Value: "new"}) {
+	if err != nil || got.Outcome != leases.Stale || got.Record != written(2, "new") {
 		t.Fatalf("write epoch 1 in a new process: %+v, %v; want stale with epoch 2 kept", got, err)
 	}
 }
@@ -589,7 +589,7 @@ func TestUnfencedReceiver(t *testing.T) {
 	if b.Outcome != "accepted" || a.Outcome != "accepted" || a.Epoch != 1 {
 		t.Fatalf("B's write %s, A's epoch-%d write %s; want both accepted", b.Outcome, a.Epoch, a.Outcome)
 	}
-	if sc.Final == nil || *sc.Final != (leases.Record{Epoch: 1, Value: sc.Parameters.ValueA}) {
+	if sc.Final == nil || *sc.Final != written(1, sc.Parameters.ValueA) {
 		t.Fatalf("final %+v; want A's stale value at epoch 1", sc.Final)
 	}
 	v := sc.Verdicts
@@ -604,7 +604,7 @@ func TestUnfencedReceiver(t *testing.T) {
 func TestFencedReceiver(t *testing.T) {
 	sc, _ := runScenario(t, experiment.FencedReceiver)
 	checkBoundarySteps(t, sc)
-	bValue := leases.Record{Epoch: 2, Value: sc.Parameters.ValueB}
+	bValue := written(2, sc.Parameters.ValueB)
 	for n, want := range []leases.Outcome{leases.Accepted, leases.Replay, leases.Conflict} {
 		s := findStep(t, sc, "B", "write", n+1)
 		if s.Outcome != string(want) || s.ReceiverAfter == nil || *s.ReceiverAfter != bValue {

@@ -8,9 +8,11 @@ import (
 )
 
 const receiverSchema = `CREATE TABLE IF NOT EXISTS receiver_records (
-	resource TEXT PRIMARY KEY,
-	epoch    INTEGER NOT NULL CHECK (epoch >= 1), -- highest epoch committed (fenced) or last one (unfenced)
-	value    TEXT NOT NULL
+	resource    TEXT PRIMARY KEY,
+	epoch       INTEGER NOT NULL CHECK (epoch >= 1), -- fenced: highest epoch committed, by a write or an observe
+	value_epoch INTEGER CHECK (value_epoch >= 1),    -- the epoch the value came with; NULL before any value
+	value       TEXT,
+	CHECK ((value IS NULL) = (value_epoch IS NULL) AND value_epoch <= epoch)
 ) STRICT`
 
 // Mode says whether a receiver checks the epoch that comes with a write.
@@ -46,10 +48,16 @@ const (
 // Stored reports whether the write changed the receiver's record.
 func (o Outcome) Stored() bool { return o == Accepted }
 
-// Record is what a receiver holds for one resource: the epoch that came
-// with the stored value, and the value.
+// Record is what a receiver holds for one resource.
 type Record struct {
-	Epoch int64  `json:"epoch"`
+	// Epoch is the highest epoch the receiver has committed for the
+	// resource: the fence. Unfenced receivers store the last write's.
+	Epoch int64 `json:"epoch"`
+	// ValueEpoch is the epoch the stored value came with; it is below
+	// Epoch only after an Observe of a newer epoch, and 0 while no value
+	// has been stored.
+	ValueEpoch int64 `json:"value_epoch"`
+	// Value is the stored value.
 	Value string `json:"value"`
 }
 
@@ -90,10 +98,10 @@ func (r *Receiver) Write(ctx context.Context, resource string, epoch int64, valu
 		if result.Outcome != Accepted {
 			return nil
 		}
-		result.Record = Record{Epoch: epoch, Value: value}
-		_, err = tx.ExecContext(ctx, `INSERT INTO receiver_records (resource, epoch, value) VALUES (?, ?, ?)
-			ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, value = excluded.value`,
-			resource, epoch, value)
+		result.Record = Record{Epoch: epoch, ValueEpoch: epoch, Value: value}
+		_, err = tx.ExecContext(ctx, `INSERT INTO receiver_records (resource, epoch, value_epoch, value) VALUES (?, ?, ?, ?)
+			ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, value_epoch = excluded.value_epoch, value = excluded.value`,
+			resource, epoch, epoch, value)
 		return err
 	})
 	if err != nil {
@@ -109,11 +117,57 @@ func (r *Receiver) decide(stored Record, found bool, epoch int64, value string) 
 		return Accepted
 	case epoch < stored.Epoch:
 		return Stale
+	case stored.ValueEpoch < stored.Epoch:
+		// The epoch was observed ahead of its holder's first write.
+		return Accepted
 	case value == stored.Value:
 		return Replay
 	default:
 		return Conflict
 	}
+}
+
+// Observe records epoch at a fenced receiver without a value, so that from
+// now on every write with a lower epoch is stale. A new lease holder calls
+// it right after acquiring and before it reads or acts: this closes the gap
+// in which the old holder's write is still accepted. The stored value is
+// kept (the new holder reads it); the first write at the observed epoch is
+// accepted. The outcome is Accepted when the fence rose, Replay when it was
+// already at epoch, and Stale when a higher epoch was committed before: the
+// caller has been superseded and must not act.
+func (r *Receiver) Observe(ctx context.Context, resource string, epoch int64) (WriteResult, error) {
+	if r.mode != Fenced {
+		return WriteResult{}, fmt.Errorf("%w: observe needs a %s receiver, not %q", ErrInvalidInput, Fenced, r.mode)
+	}
+	if err := firstError(checkName("resource", resource), checkEpoch(epoch)); err != nil {
+		return WriteResult{}, err
+	}
+	var result WriteResult
+	err := inTransaction(ctx, r.db, func(tx *sql.Tx) error {
+		stored, found, err := readRecord(ctx, tx, resource)
+		if err != nil {
+			return err
+		}
+		result = WriteResult{Outcome: Accepted, Record: stored}
+		switch {
+		case found && epoch < stored.Epoch:
+			result.Outcome = Stale
+		case found && epoch == stored.Epoch:
+			result.Outcome = Replay
+		}
+		pauseInsideTransaction("observe")
+		if result.Outcome != Accepted {
+			return nil
+		}
+		result.Record.Epoch = epoch
+		_, err = tx.ExecContext(ctx, `INSERT INTO receiver_records (resource, epoch) VALUES (?, ?)
+			ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch`, resource, epoch)
+		return err
+	})
+	if err != nil {
+		return WriteResult{}, fmt.Errorf("observe %q at epoch %d: %w", resource, epoch, err)
+	}
+	return result, nil
 }
 
 // Read returns the record stored for resource; found is false when nothing
@@ -141,8 +195,11 @@ func (r *Receiver) checkMode() error {
 
 func readRecord(ctx context.Context, tx *sql.Tx, resource string) (Record, bool, error) {
 	var rec Record
-	err := tx.QueryRowContext(ctx, `SELECT epoch, value FROM receiver_records WHERE resource = ?`, resource).
-		Scan(&rec.Epoch, &rec.Value)
+	var valueEpoch sql.NullInt64
+	var value sql.NullString
+	err := tx.QueryRowContext(ctx, `SELECT epoch, value_epoch, value FROM receiver_records WHERE resource = ?`, resource).
+		Scan(&rec.Epoch, &valueEpoch, &value)
+	rec.ValueEpoch, rec.Value = valueEpoch.Int64, value.String
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, false, nil
 	}

@@ -172,7 +172,7 @@ func (s Scenario) Summary() string {
 	add(v.ConflictRejected, "conflict rejected")
 	final := "nothing stored"
 	if s.Final != nil {
-		final = fmt.Sprintf("%q at epoch %d", s.Final.Value, s.Final.Epoch)
+		final = fmt.Sprintf("%q at epoch %d", s.Final.Value, s.Final.ValueEpoch)
 	}
 	return fmt.Sprintf("%-40s %s; final %s", s.Name, strings.Join(claims, ", "), final)
 }

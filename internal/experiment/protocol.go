@@ -10,6 +10,8 @@ const workerEnv = "LEASES_EXPERIMENT_WORKER_DB"
 const (
 	opAcquire = "acquire"
 	opWrite   = "write"
+	opObserve = "observe"
+	opRead    = "read"
 	opExit    = "exit"
 )
 
@@ -33,5 +35,12 @@ type reply struct {
 	Lease   *leases.Lease       `json:"lease,omitempty"`
 	Refused string              `json:"refused,omitempty"`
 	Write   *leases.WriteResult `json:"write,omitempty"`
+	Read    *readReply          `json:"read,omitempty"`
 	Error   string              `json:"error,omitempty"`
+}
+
+// readReply is what a worker found at the receiver.
+type readReply struct {
+	Found  bool          `json:"found"`
+	Record leases.Record `json:"record"`
 }

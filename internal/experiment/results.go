@@ -9,7 +9,7 @@ import (
 
 // Schema names the layout of the results document; bump it when the
 // meaning of a field changes.
-const Schema = "leases-experiment/1"
+const Schema = "leases-experiment/2"
 
 // Results is the whole semantic result of one run: everything a reader
 // needs to check the claims, and nothing that varies between runs (no
@@ -55,7 +55,7 @@ type Step struct {
 	ExpiresAt int64  `json:"expires_at,omitempty"`
 	Value     string `json:"value,omitempty"`
 	// Outcome is granted or refused (acquire); accepted, replay, conflict
-	// or stale (write); exited (exit).
+	// or stale (write, observe); read (read); exited (exit).
 	Outcome string `json:"outcome"`
 	// Detail is the authority's reason for a refusal.
 	Detail string `json:"detail,omitempty"`
@@ -71,6 +71,7 @@ type Step struct {
 const (
 	outcomeGranted = "granted"
 	outcomeRefused = "refused"
+	outcomeRead    = "read"
 	outcomeExited  = "exited"
 )
 

@@ -16,6 +16,8 @@ const (
 	UnfencedReceiver                   = "unfenced-receiver"
 	FencedReceiver                     = "fenced-receiver"
 	ExpiryBeforeReceiverObservationGap = "expiry-before-receiver-observation-gap"
+	// FenceBeforeActing goes beyond the seed: the remedy for the gap.
+	FenceBeforeActing = "fence-before-acting"
 )
 
 // Every scenario uses the same resource, time-to-live and values, so that
@@ -53,6 +55,12 @@ var scenarios = []scenarioDef{
 			"writes, then A's old write arrives again.",
 		mode: leases.Fenced, params: gapParams, schedule: expiryBeforeObservation,
 	},
+	{
+		name: FenceBeforeActing,
+		description: "Beyond the seed: the gap's schedule, but B records its epoch at the receiver (observe) right " +
+			"after acquiring and before it reads or writes; A's old write then arrives and is rejected.",
+		mode: leases.Fenced, params: gapParams, schedule: fenceBeforeActing,
+	},
 }
 
 // pausedHolder is the seed's schedule: A commits its acquisition and
@@ -82,6 +90,22 @@ func expiryBeforeObservation(r *scenarioRun) {
 	r.write(a, r.def.params.ValueA) // accepted: the receiver has seen only epoch 1
 	r.write(b, r.def.params.ValueB) // accepted: epoch 2 reaches the receiver
 	r.write(a, r.def.params.ValueA) // stale: now the fence holds
+	r.exit(b)
+	r.exit(a)
+}
+
+// fenceBeforeActing closes the gap: the new holder's epoch reaches the
+// receiver before the holder acts, so the old holder's write is already
+// stale when it arrives.
+func fenceBeforeActing(r *scenarioRun) {
+	a, b := r.start("A"), r.start("B")
+	expiry := r.def.params.TTL
+	r.at(0).acquire(a)
+	r.at(expiry).acquire(b)
+	r.observe(b)                    // the receiver now fences at epoch 2
+	r.write(a, r.def.params.ValueA) // stale, although B has not written
+	r.read(b)                       // B sees what is there before acting
+	r.write(b, r.def.params.ValueB) // accepted: the first value at epoch 2
 	r.exit(b)
 	r.exit(a)
 }

@@ -90,6 +90,31 @@ func (r *scenarioRun) write(w *Worker, value string) {
 	r.record(step)
 }
 
+// observe asks w to record its epoch at the receiver before it acts.
+func (r *scenarioRun) observe(w *Worker) {
+	epoch := r.leaseOf[w.name].Epoch
+	step := Step{Actor: w.name, Operation: opObserve, Tick: r.clock, Epoch: epoch}
+	got, ok := r.call(w, &step, request{Op: opObserve, Resource: r.def.params.Resource, Epoch: epoch})
+	if !ok {
+		return
+	}
+	if got.Write == nil {
+		r.err = fmt.Errorf("%s: worker %s sent no observe result", describe(len(r.steps)+1, step), w.name)
+		return
+	}
+	step.Outcome = string(got.Write.Outcome)
+	r.record(step)
+}
+
+// read asks w to read the receiver's record, as a new holder does before
+// it acts on what is there.
+func (r *scenarioRun) read(w *Worker) {
+	step := Step{Actor: w.name, Operation: opRead, Tick: r.clock, Outcome: outcomeRead}
+	if _, ok := r.call(w, &step, request{Op: opRead, Resource: r.def.params.Resource}); ok {
+		r.record(step)
+	}
+}
+
 // exit asks w to exit and waits until its process has ended.
 func (r *scenarioRun) exit(w *Worker) {
 	if r.err != nil {
@@ -138,7 +163,7 @@ func (r *scenarioRun) killRemaining() {
 
 func describe(n int, s Step) string {
 	what := fmt.Sprintf("step %d (%s %s at tick %d", n, s.Actor, s.Operation, s.Tick)
-	if s.Operation == opWrite {
+	if s.Operation == opWrite || s.Operation == opObserve {
 		what += fmt.Sprintf(" with epoch %d", s.Epoch)
 	}
 	return what + ")"

@@ -68,6 +68,6 @@ func computeVerdicts(steps []Step, final *leases.Record) Verdicts {
 			}
 		}
 	}
-	v.NewerValueLost = final != nil && final.Epoch < highestAccepted
+	v.NewerValueLost = final != nil && final.ValueEpoch < highestAccepted
 	return v
 }

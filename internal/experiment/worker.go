@@ -74,6 +74,18 @@ func perform(ctx context.Context, store *leases.Store, req request) reply {
 			return reply{Error: err.Error()}
 		}
 		return reply{Write: &result}
+	case opObserve:
+		result, err := store.Receiver(leases.Fenced).Observe(ctx, req.Resource, req.Epoch)
+		if err != nil {
+			return reply{Error: err.Error()}
+		}
+		return reply{Write: &result}
+	case opRead:
+		record, found, err := store.Receiver(leases.Fenced).Read(ctx, req.Resource)
+		if err != nil {
+			return reply{Error: err.Error()}
+		}
+		return reply{Read: &readReply{Found: found, Record: record}}
 	}
 	return reply{Error: fmt.Sprintf("unknown operation %q", req.Op)}
 }
