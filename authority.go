@@ -35,7 +35,8 @@ type Lease struct {
 // is one BEGIN IMMEDIATE transaction: it either commits its whole change or
 // changes nothing.
 type Authority struct {
-	db *sql.DB
+	db  *sql.DB
+	sql *prepared
 }
 
 // leaseRow is the stored state of one resource, live, expired or released.
@@ -62,7 +63,7 @@ func (a *Authority) Acquire(ctx context.Context, resource, holder string, now, t
 	}
 	var granted Lease
 	err := inTransaction(ctx, a.db, func(tx *sql.Tx) error {
-		row, found, err := readLease(ctx, tx, resource)
+		row, found, err := readLease(ctx, a.sql, tx, resource)
 		if err != nil {
 			return err
 		}
@@ -79,12 +80,7 @@ func (a *Authority) Acquire(ctx context.Context, resource, holder string, now, t
 		}
 		pauseInsideTransaction("acquire")
 		granted = Lease{Resource: resource, Holder: holder, Epoch: next, GrantedAt: now, ExpiresAt: now + ttl}
-		_, err = tx.ExecContext(ctx, `INSERT INTO authority_leases
-			(resource, epoch, holder, granted_at, expires_at, last_tick) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, holder = excluded.holder,
-			granted_at = excluded.granted_at, expires_at = excluded.expires_at, last_tick = excluded.last_tick`,
-			resource, next, holder, now, now+ttl, now)
-		return err
+		return a.sql.exec(ctx, tx, sqlGrantLease, resource, next, holder, now, now+ttl, now)
 	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("acquire %q for %q at tick %d: %w", resource, holder, now, err)
@@ -105,9 +101,7 @@ func (a *Authority) Renew(ctx context.Context, held Lease, now, ttl int64) (Leas
 	renewed := held
 	err := a.changeLiveLease(ctx, held, now, func(tx *sql.Tx, row leaseRow) error {
 		renewed.GrantedAt, renewed.ExpiresAt = row.grantedAt, now+ttl
-		_, err := tx.ExecContext(ctx, `UPDATE authority_leases SET expires_at = ?, last_tick = ? WHERE resource = ?`,
-			now+ttl, now, held.Resource)
-		return err
+		return a.sql.exec(ctx, tx, sqlRenewLease, now+ttl, now, held.Resource)
 	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("renew %q for %q at tick %d: %w", held.Resource, held.Holder, now, err)
@@ -123,9 +117,7 @@ func (a *Authority) Release(ctx context.Context, held Lease, now int64) error {
 		return err
 	}
 	err := a.changeLiveLease(ctx, held, now, func(tx *sql.Tx, _ leaseRow) error {
-		_, err := tx.ExecContext(ctx, `UPDATE authority_leases SET holder = NULL, expires_at = ?, last_tick = ? WHERE resource = ?`,
-			now, now, held.Resource)
-		return err
+		return a.sql.exec(ctx, tx, sqlReleaseLease, now, now, held.Resource)
 	})
 	if err != nil {
 		return fmt.Errorf("release %q for %q at tick %d: %w", held.Resource, held.Holder, now, err)
@@ -137,7 +129,7 @@ func (a *Authority) Release(ctx context.Context, held Lease, now int64) error {
 // is still the resource's live lease at tick now.
 func (a *Authority) changeLiveLease(ctx context.Context, held Lease, now int64, change func(*sql.Tx, leaseRow) error) error {
 	return inTransaction(ctx, a.db, func(tx *sql.Tx) error {
-		row, found, err := readLease(ctx, tx, held.Resource)
+		row, found, err := readLease(ctx, a.sql, tx, held.Resource)
 		if err != nil {
 			return err
 		}
@@ -171,11 +163,9 @@ func checkNotBackwards(resource string, row leaseRow, now int64) error {
 	return nil
 }
 
-func readLease(ctx context.Context, tx *sql.Tx, resource string) (leaseRow, bool, error) {
+func readLease(ctx context.Context, p *prepared, tx *sql.Tx, resource string) (leaseRow, bool, error) {
 	var row leaseRow
-	err := tx.QueryRowContext(ctx, `SELECT epoch, holder, granted_at, expires_at, last_tick
-		FROM authority_leases WHERE resource = ?`, resource).
-		Scan(&row.epoch, &row.holder, &row.grantedAt, &row.expiresAt, &row.lastTick)
+	err := p.queryRow(ctx, tx, sqlReadLease, resource).Scan(&row.epoch, &row.holder, &row.grantedAt, &row.expiresAt, &row.lastTick)
 	if errors.Is(err, sql.ErrNoRows) {
 		return leaseRow{}, false, nil
 	}

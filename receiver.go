@@ -73,6 +73,7 @@ type WriteResult struct {
 // leases is the epochs that writers bring.
 type Receiver struct {
 	db   *sql.DB
+	sql  *prepared
 	mode Mode
 }
 
@@ -89,7 +90,7 @@ func (r *Receiver) Write(ctx context.Context, resource string, epoch int64, valu
 	}
 	var result WriteResult
 	err := inTransaction(ctx, r.db, func(tx *sql.Tx) error {
-		stored, found, err := readRecord(ctx, tx, resource)
+		stored, found, err := readRecord(ctx, r.sql, tx, resource)
 		if err != nil {
 			return err
 		}
@@ -99,10 +100,7 @@ func (r *Receiver) Write(ctx context.Context, resource string, epoch int64, valu
 			return nil
 		}
 		result.Record = Record{Epoch: epoch, ValueEpoch: epoch, Value: value}
-		_, err = tx.ExecContext(ctx, `INSERT INTO receiver_records (resource, epoch, value_epoch, value) VALUES (?, ?, ?, ?)
-			ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, value_epoch = excluded.value_epoch, value = excluded.value`,
-			resource, epoch, epoch, value)
-		return err
+		return r.sql.exec(ctx, tx, sqlWriteRecord, resource, epoch, epoch, value)
 	})
 	if err != nil {
 		return WriteResult{}, fmt.Errorf("write %q at epoch %d: %w", resource, epoch, err)
@@ -144,7 +142,7 @@ func (r *Receiver) Observe(ctx context.Context, resource string, epoch int64) (W
 	}
 	var result WriteResult
 	err := inTransaction(ctx, r.db, func(tx *sql.Tx) error {
-		stored, found, err := readRecord(ctx, tx, resource)
+		stored, found, err := readRecord(ctx, r.sql, tx, resource)
 		if err != nil {
 			return err
 		}
@@ -160,9 +158,7 @@ func (r *Receiver) Observe(ctx context.Context, resource string, epoch int64) (W
 			return nil
 		}
 		result.Record.Epoch = epoch
-		_, err = tx.ExecContext(ctx, `INSERT INTO receiver_records (resource, epoch) VALUES (?, ?)
-			ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch`, resource, epoch)
-		return err
+		return r.sql.exec(ctx, tx, sqlObserveRecord, resource, epoch)
 	})
 	if err != nil {
 		return WriteResult{}, fmt.Errorf("observe %q at epoch %d: %w", resource, epoch, err)
@@ -177,7 +173,7 @@ func (r *Receiver) Read(ctx context.Context, resource string) (record Record, fo
 		return Record{}, false, err
 	}
 	err = inTransaction(ctx, r.db, func(tx *sql.Tx) error {
-		record, found, err = readRecord(ctx, tx, resource)
+		record, found, err = readRecord(ctx, r.sql, tx, resource)
 		return err
 	})
 	if err != nil {
@@ -193,12 +189,11 @@ func (r *Receiver) checkMode() error {
 	return nil
 }
 
-func readRecord(ctx context.Context, tx *sql.Tx, resource string) (Record, bool, error) {
+func readRecord(ctx context.Context, p *prepared, tx *sql.Tx, resource string) (Record, bool, error) {
 	var rec Record
 	var valueEpoch sql.NullInt64
 	var value sql.NullString
-	err := tx.QueryRowContext(ctx, `SELECT epoch, value_epoch, value FROM receiver_records WHERE resource = ?`, resource).
-		Scan(&rec.Epoch, &valueEpoch, &value)
+	err := p.queryRow(ctx, tx, sqlReadRecord, resource).Scan(&rec.Epoch, &valueEpoch, &value)
 	rec.ValueEpoch, rec.Value = valueEpoch.Int64, value.String
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, false, nil

@@ -21,7 +21,8 @@ const DefaultBusyTimeout = 10 * time.Second
 // authority's and the receiver's tables. It owns a single connection, so
 // every transaction starts and ends on the same connection.
 type Store struct {
-	db *sql.DB
+	db  *sql.DB
+	sql *prepared
 }
 
 // Open opens (creating if needed) the SQLite file at path in WAL mode with
@@ -59,22 +60,25 @@ func open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, 
 	if err := s.createTables(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), db.Close())
 	}
+	if s.sql, err = prepare(ctx, db); err != nil {
+		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), db.Close())
+	}
 	return s, nil
 }
 
 // Close releases the store's connection.
 func (s *Store) Close() error {
-	return s.db.Close()
+	return errors.Join(s.sql.close(), s.db.Close())
 }
 
 // Authority returns the lease authority backed by this store.
 func (s *Store) Authority() *Authority {
-	return &Authority{db: s.db}
+	return &Authority{db: s.db, sql: s.sql}
 }
 
 // Receiver returns a receiver backed by this store, fenced or not.
 func (s *Store) Receiver(mode Mode) *Receiver {
-	return &Receiver{db: s.db, mode: mode}
+	return &Receiver{db: s.db, sql: s.sql, mode: mode}
 }
 
 func (s *Store) createTables(ctx context.Context) error {

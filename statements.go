@@ -1,0 +1,67 @@
+package leases
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// Every statement the authority and the receiver run. Each reads or writes
+// one table only: no statement spans the authority's and the receiver's.
+const (
+	sqlReadLease = `SELECT epoch, holder, granted_at, expires_at, last_tick
+		FROM authority_leases WHERE resource = ?`
+	sqlGrantLease = `INSERT INTO authority_leases
+		(resource, epoch, holder, granted_at, expires_at, last_tick) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, holder = excluded.holder,
+		granted_at = excluded.granted_at, expires_at = excluded.expires_at, last_tick = excluded.last_tick`
+	sqlRenewLease   = `UPDATE authority_leases SET expires_at = ?, last_tick = ? WHERE resource = ?`
+	sqlReleaseLease = `UPDATE authority_leases SET holder = NULL, expires_at = ?, last_tick = ? WHERE resource = ?`
+
+	sqlReadRecord  = `SELECT epoch, value_epoch, value FROM receiver_records WHERE resource = ?`
+	sqlWriteRecord = `INSERT INTO receiver_records (resource, epoch, value_epoch, value) VALUES (?, ?, ?, ?)
+		ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, value_epoch = excluded.value_epoch, value = excluded.value`
+	sqlObserveRecord = `INSERT INTO receiver_records (resource, epoch) VALUES (?, ?)
+		ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch`
+)
+
+// prepared holds every statement compiled once per store: parsing SQL
+// again for each operation cost about as much as running it.
+type prepared struct {
+	byText map[string]*sql.Stmt
+}
+
+func prepare(ctx context.Context, db *sql.DB) (*prepared, error) {
+	p := &prepared{byText: map[string]*sql.Stmt{}}
+	for _, text := range []string{
+		sqlReadLease, sqlGrantLease, sqlRenewLease, sqlReleaseLease,
+		sqlReadRecord, sqlWriteRecord, sqlObserveRecord,
+	} {
+		stmt, err := db.PrepareContext(ctx, text)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("prepare: %w", err), p.close())
+		}
+		p.byText[text] = stmt
+	}
+	return p, nil
+}
+
+// exec runs a prepared statement inside tx, on tx's connection.
+func (p *prepared) exec(ctx context.Context, tx *sql.Tx, text string, args ...any) error {
+	_, err := tx.StmtContext(ctx, p.byText[text]).ExecContext(ctx, args...)
+	return err
+}
+
+// queryRow runs a prepared query inside tx, on tx's connection.
+func (p *prepared) queryRow(ctx context.Context, tx *sql.Tx, text string, args ...any) *sql.Row {
+	return tx.StmtContext(ctx, p.byText[text]).QueryRowContext(ctx, args...)
+}
+
+func (p *prepared) close() error {
+	var errs []error
+	for _, stmt := range p.byText {
+		errs = append(errs, stmt.Close())
+	}
+	return errors.Join(errs...)
+}
