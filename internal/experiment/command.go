@@ -21,10 +21,13 @@ const (
 )
 
 const usage = `usage: run-experiment [--output FILE] [--check FILE] [--timeout DURATION]
+                      [--workers N] [--ttl TICKS] [--last-tick TICK]
 
 Reruns every scenario with real worker processes on fresh temporary
 databases and writes the semantic result as JSON to --output (standard
 output when absent). With --check, compares it with FILE byte for byte.
+--workers, --ttl and --last-tick bound the exploration of every schedule;
+results.json was made with the defaults.
 
 Exit status: 0 match, 1 mismatch, 2 usage error or bad file,
 3 the experiment failed.
@@ -42,6 +45,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	output := flags.String("output", "", "write the JSON `FILE` (default: standard output)")
 	check := flags.String("check", "", "compare the rerun with `FILE`; exit 1 if they differ")
 	timeout := flags.Duration("timeout", DefaultTimeout, "fail a run that hangs longer than `DURATION`")
+	var bounds Bounds
+	flags.IntVar(&bounds.Workers, "workers", DefaultBounds.Workers, "explore with `N` workers (1 to 4)")
+	flags.Int64Var(&bounds.TTL, "ttl", DefaultBounds.TTL, "explore with leases of `TICKS` ticks")
+	flags.Int64Var(&bounds.LastTick, "last-tick", DefaultBounds.LastTick, "explore with the clock running from 0 to `TICK`")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
@@ -56,6 +63,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *timeout <= 0 {
 		return fail(ExitUsage, "--timeout must be positive, not %v", *timeout)
+	}
+	if err := bounds.check(); err != nil {
+		return fail(ExitUsage, "exploration bounds: %v", err)
 	}
 
 	// Everything that can be wrong with the files is found before anything runs.
@@ -77,7 +87,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	results, err := Run(ctx, Options{Timeout: *timeout})
+	results, err := Run(ctx, Options{Timeout: *timeout, Bounds: bounds})
 	if err != nil {
 		return fail(ExitFailed, "experiment failed: %v", err)
 	}
@@ -94,6 +104,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, sc := range results.Scenarios {
 		fmt.Fprintln(stderr, sc.Summary())
+	}
+	for _, p := range results.Exploration.Protocols {
+		fmt.Fprintln(stderr, p.Summary())
 	}
 
 	if *check == "" {
@@ -151,6 +164,17 @@ func writeFileAtomically(path string, data []byte) error {
 		return errors.Join(err, os.Remove(tmp.Name()))
 	}
 	return nil
+}
+
+// Summary is one human-readable line: the protocol's figures.
+func (p ProtocolFigures) Summary() string {
+	v := p.Violations
+	line := fmt.Sprintf("%-40s %d schedules; I1-I5 violations %d/%d/%d/%d/%d; lost updates %d; gaps %d",
+		"explored "+string(p.Protocol), p.Schedules, v.I1, v.I2, v.I3, v.I4, v.I5, p.LostUpdates, p.Gaps)
+	if p.StaleAfterRead != nil {
+		line += fmt.Sprintf("; stale after the new holder's read %d", *p.StaleAfterRead)
+	}
+	return line
 }
 
 // Summary is one human-readable line: the scenario and its verdicts.

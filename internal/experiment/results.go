@@ -9,7 +9,7 @@ import (
 
 // Schema names the layout of the results document; bump it when the
 // meaning of a field changes.
-const Schema = "leases-experiment/2"
+const Schema = "leases-experiment/3"
 
 // Results is the whole semantic result of one run: everything a reader
 // needs to check the claims, and nothing that varies between runs (no
@@ -18,6 +18,9 @@ const Schema = "leases-experiment/2"
 type Results struct {
 	Schema    string     `json:"schema"`
 	Scenarios []Scenario `json:"scenarios"`
+	// Exploration covers every schedule of a bounded model, beyond the
+	// scenarios' hand-picked ones.
+	Exploration *Exploration `json:"exploration"`
 }
 
 // Scenario is one schedule run with real processes on a fresh database.

@@ -29,10 +29,15 @@ type Options struct {
 	// scenario's database and before any worker starts. Tests use it to
 	// interfere (hold a lock) and prove that a hung run fails loudly.
 	DatabaseCreated func(scenario, dbPath string)
+	// Bounds are the explored model's; the zero value means DefaultBounds.
+	Bounds Bounds
+	// ExploreStats, when set, learns how much work the exploration did.
+	ExploreStats func(ExploreStats)
 }
 
 // Run runs every scenario, each on a fresh database in a temporary
-// directory that is removed afterwards, and returns the semantic result.
+// directory that is removed afterwards, then explores every schedule of the
+// bounded model, and returns the semantic result.
 func Run(ctx context.Context, opts Options) (*Results, error) {
 	ctx, cancel := withTimeout(ctx, opts)
 	defer cancel()
@@ -44,6 +49,18 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 		}
 		results.Scenarios = append(results.Scenarios, sc)
 	}
+	bounds := opts.Bounds
+	if bounds == (Bounds{}) {
+		bounds = DefaultBounds
+	}
+	exploration, stats, err := Explore(ctx, bounds)
+	if err != nil {
+		return nil, err
+	}
+	if opts.ExploreStats != nil {
+		opts.ExploreStats(stats)
+	}
+	results.Exploration = exploration
 	return results, nil
 }
 

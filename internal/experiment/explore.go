@@ -1,0 +1,256 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+
+	"leases"
+)
+
+// Exploration is the results.json section that covers every schedule of
+// the bounded model, recomputed on every run.
+type Exploration struct {
+	Bounds    Bounds            `json:"bounds"`
+	Protocols []ProtocolFigures `json:"protocols"`
+}
+
+// ProtocolFigures counts, for one protocol, the schedules explored and the
+// schedules that have each property.
+type ProtocolFigures struct {
+	Protocol  Protocol `json:"protocol"`
+	Schedules int64    `json:"schedules"`
+	// Violations counts schedules that break each invariant I1-I5.
+	Violations Violations `json:"invariant_violations"`
+	// LostUpdates counts schedules in which a stale write overwrote a
+	// newer value.
+	LostUpdates int64 `json:"lost_update_schedules"`
+	// Gaps counts schedules in which a stale write was accepted before the
+	// receiver had committed the newer epoch (C7's gap).
+	Gaps int64 `json:"gap_schedules"`
+	// StaleAfterRead counts schedules in which a stale write was accepted
+	// after the new holder had read the receiver; only fence-before-acting
+	// has that read.
+	StaleAfterRead *int64 `json:"stale_after_new_holders_read_schedules,omitempty"`
+	// Counterexamples holds, for every non-zero count, the shortest
+	// schedule that has it (ties: A's step first, then B's, C's, the clock's).
+	Counterexamples []Counterexample `json:"counterexamples"`
+}
+
+// Violations counts schedules per broken invariant.
+type Violations struct {
+	I1 int64 `json:"I1_at_most_one_live_lease"`
+	I2 int64 `json:"I2_granted_epochs_increase"`
+	I3 int64 `json:"I3_fence_never_decreases"`
+	I4 int64 `json:"I4_one_value_per_epoch"`
+	I5 int64 `json:"I5_no_write_below_committed_epoch"`
+}
+
+// Counterexample is one whole schedule, step by step, that has Property.
+type Counterexample struct {
+	Property string   `json:"property"`
+	Schedule []string `json:"schedule"`
+}
+
+// ExploreStats describes the work an exploration did; it varies with the
+// SQLite build, so it never enters results.json.
+type ExploreStats struct {
+	// States is how many distinct states were expanded; StepsRun is how
+	// many steps ran on the real authority and receiver.
+	States, StepsRun int
+}
+
+// Explore runs every schedule of the bounded model for each protocol on the
+// real authority and receiver.
+func Explore(ctx context.Context, bounds Bounds) (*Exploration, ExploreStats, error) {
+	var stats ExploreStats
+	if err := bounds.check(); err != nil {
+		return nil, stats, err
+	}
+	ex := &Exploration{Bounds: bounds}
+	for _, p := range protocols {
+		figures, s, err := exploreProtocol(ctx, bounds, p, nil)
+		if err != nil {
+			return nil, stats, fmt.Errorf("explore %s: %w", p, err)
+		}
+		stats.States += s.States
+		stats.StepsRun += s.StepsRun
+		ex.Protocols = append(ex.Protocols, figures)
+	}
+	return ex, stats, nil
+}
+
+// exploreProtocol explores one protocol; faulty, when set, replaces the
+// authority (tests use it to show that the checks can fail).
+func exploreProtocol(ctx context.Context, bounds Bounds, p Protocol, faulty func(acquirer) acquirer) (ProtocolFigures, ExploreStats, error) {
+	x, done, err := newExplorer(ctx, bounds, p, faulty)
+	if err != nil {
+		return ProtocolFigures{}, ExploreStats{}, err
+	}
+	defer done()
+	total, err := x.visit(ctx, modelState{})
+	if err != nil {
+		return ProtocolFigures{}, ExploreStats{}, err
+	}
+	figures := ProtocolFigures{
+		Protocol: p, Schedules: total.schedules,
+		Violations: Violations{
+			I1: total.count[propOneLiveLease], I2: total.count[propEpochsIncrease],
+			I3: total.count[propFenceMonotone], I4: total.count[propOneValue], I5: total.count[propBelowCommitted],
+		},
+		LostUpdates: total.count[propLostUpdate], Gaps: total.count[propGap],
+		Counterexamples: []Counterexample{},
+	}
+	if p == FenceBeforeActingProtocol {
+		figures.StaleAfterRead = &total.count[propAfterRead]
+	}
+	for prop := range numProperties {
+		if total.best[prop] == nil {
+			continue
+		}
+		schedule, err := replay(ctx, bounds, p, faulty, total.best[prop], prop)
+		if err != nil {
+			return ProtocolFigures{}, ExploreStats{}, err
+		}
+		figures.Counterexamples = append(figures.Counterexamples, Counterexample{propertyNames[prop], schedule})
+	}
+	return figures, ExploreStats{States: len(x.memo), StepsRun: x.stepsRun}, nil
+}
+
+// explorer walks the tree of schedules depth first on one in-memory
+// database. Restoring a state's image before each of its branches is a
+// rollback to the shared prefix. Two prefixes that reach the same state
+// (same model state, same database bytes) have the same futures, because
+// every step depends only on the two; so each distinct state is expanded
+// once and its tally reused, while every schedule is still counted.
+type explorer struct {
+	model
+	store    *leases.Store
+	memo     map[stateKey]*tally
+	stepsRun int
+	seeds    [2]maphash.Seed
+	current  imageHash // the database's content right now
+}
+
+type stateKey struct {
+	model modelState
+	image imageHash
+}
+
+// imageHash identifies a database's content by two independent 64-bit
+// hashes; a false match (two different databases merged) has a chance
+// near 2^-128 per pair of states.
+type imageHash [2]uint64
+
+func newExplorer(ctx context.Context, bounds Bounds, p Protocol, faulty func(acquirer) acquirer) (*explorer, func(), error) {
+	store, err := leases.Open(ctx, ":memory:")
+	if err != nil {
+		return nil, nil, err
+	}
+	mode := leases.Fenced
+	if p == Unfenced {
+		mode = leases.Unfenced
+	}
+	var auth acquirer = store.Authority()
+	if faulty != nil {
+		auth = faulty(auth)
+	}
+	x := &explorer{
+		model: model{bounds: bounds, protocol: p, authority: auth, receiver: store.Receiver(mode)},
+		store: store, memo: map[stateKey]*tally{}, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+	}
+	return x, func() { _ = store.Close() }, nil
+}
+
+// visit returns the tally of every schedule that continues from s; the
+// database must be in s's state.
+func (x *explorer) visit(ctx context.Context, s modelState) (*tally, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	image, err := x.store.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key := stateKey{model: s, image: x.contentHash(image)}
+	x.current = key.image
+	if t, ok := x.memo[key]; ok {
+		return t, nil
+	}
+	actions := x.enabled(&s, make([]int8, 0, maxWorkers+1))
+	t := &tally{}
+	if len(actions) == 0 {
+		t.schedules = 1
+		for prop, seen := range s.seen {
+			if seen {
+				t.count[prop], t.best[prop] = 1, endOfSchedule
+			}
+		}
+	}
+	for _, action := range actions {
+		// Roll back to this state unless the database is still in it
+		// (the last branch changed nothing: a tick, a refusal, a read).
+		if x.current != key.image {
+			if err := x.store.Restore(ctx, image); err != nil {
+				return nil, err
+			}
+			x.current = key.image
+		}
+		next, _, err := x.step(ctx, s, action)
+		if err != nil {
+			return nil, err
+		}
+		x.stepsRun++
+		child, err := x.visit(ctx, next)
+		if err != nil {
+			return nil, err
+		}
+		t.add(action, child)
+	}
+	x.memo[key] = t
+	return t, nil
+}
+
+// replay runs one schedule from the start on a fresh database, describing
+// each step, and confirms that it has the property it was chosen for.
+func replay(ctx context.Context, bounds Bounds, p Protocol, faulty func(acquirer) acquirer, schedule *suffix, prop property) ([]string, error) {
+	x, done, err := newExplorer(ctx, bounds, p, faulty)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var s modelState
+	var lines []string
+	for step := schedule; step != endOfSchedule; step = step.next {
+		var line string
+		if s, line, err = x.step(ctx, s, step.action); err != nil {
+			return nil, err
+		}
+		lines = append(lines, line)
+	}
+	if !s.seen[prop] || len(x.enabled(&s, nil)) != 0 {
+		return nil, errors.New("a counterexample did not replay: the explorer is not deterministic")
+	}
+	return lines, nil
+}
+
+// contentHash hashes a database image without the two header fields that
+// count write transactions (the file change counter at offset 24 and the
+// version-valid-for number at offset 92): they differ between images whose
+// content is the same, and no query can see them.
+func (x *explorer) contentHash(image []byte) imageHash {
+	var sum imageHash
+	var zero [4]byte
+	for i, seed := range x.seeds {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		h.Write(image[:24])
+		h.Write(zero[:])
+		h.Write(image[28:92])
+		h.Write(zero[:])
+		h.Write(image[96:])
+		sum[i] = h.Sum64()
+	}
+	return sum
+}
