@@ -35,8 +35,7 @@ type Lease struct {
 // is one BEGIN IMMEDIATE transaction: it either commits its whole change or
 // changes nothing.
 type Authority struct {
-	db  *sql.DB
-	sql *prepared
+	store *Store
 }
 
 // leaseRow is the stored state of one resource, live, expired or released.
@@ -62,8 +61,8 @@ func (a *Authority) Acquire(ctx context.Context, resource, holder string, now, t
 		return Lease{}, err
 	}
 	var granted Lease
-	err := inTransaction(ctx, a.db, func(tx *sql.Tx) error {
-		row, found, err := readLease(ctx, a.sql, tx, resource)
+	err := a.store.inTransaction(ctx, func(tx *sql.Tx) error {
+		row, found, err := readLease(ctx, a.store.sql, tx, resource)
 		if err != nil {
 			return err
 		}
@@ -80,7 +79,11 @@ func (a *Authority) Acquire(ctx context.Context, resource, holder string, now, t
 		}
 		pauseInsideTransaction("acquire")
 		granted = Lease{Resource: resource, Holder: holder, Epoch: next, GrantedAt: now, ExpiresAt: now + ttl}
-		return a.sql.exec(ctx, tx, sqlGrantLease, resource, next, holder, now, now+ttl, now)
+		if err := a.store.sql.exec(ctx, tx, sqlGrantLease, resource, next, holder, now, now+ttl, now); err != nil {
+			return err
+		}
+		pauseInsideTransaction("acquire-written")
+		return nil
 	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("acquire %q for %q at tick %d: %w", resource, holder, now, err)
@@ -101,7 +104,7 @@ func (a *Authority) Renew(ctx context.Context, held Lease, now, ttl int64) (Leas
 	renewed := held
 	err := a.changeLiveLease(ctx, held, now, func(tx *sql.Tx, row leaseRow) error {
 		renewed.GrantedAt, renewed.ExpiresAt = row.grantedAt, now+ttl
-		return a.sql.exec(ctx, tx, sqlRenewLease, now+ttl, now, held.Resource)
+		return a.store.sql.exec(ctx, tx, sqlRenewLease, now+ttl, now, held.Resource)
 	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("renew %q for %q at tick %d: %w", held.Resource, held.Holder, now, err)
@@ -117,7 +120,7 @@ func (a *Authority) Release(ctx context.Context, held Lease, now int64) error {
 		return err
 	}
 	err := a.changeLiveLease(ctx, held, now, func(tx *sql.Tx, _ leaseRow) error {
-		return a.sql.exec(ctx, tx, sqlReleaseLease, now, now, held.Resource)
+		return a.store.sql.exec(ctx, tx, sqlReleaseLease, now, now, held.Resource)
 	})
 	if err != nil {
 		return fmt.Errorf("release %q for %q at tick %d: %w", held.Resource, held.Holder, now, err)
@@ -128,8 +131,8 @@ func (a *Authority) Release(ctx context.Context, held Lease, now int64) error {
 // changeLiveLease runs change in one transaction after checking that held
 // is still the resource's live lease at tick now.
 func (a *Authority) changeLiveLease(ctx context.Context, held Lease, now int64, change func(*sql.Tx, leaseRow) error) error {
-	return inTransaction(ctx, a.db, func(tx *sql.Tx) error {
-		row, found, err := readLease(ctx, a.sql, tx, held.Resource)
+	return a.store.inTransaction(ctx, func(tx *sql.Tx) error {
+		row, found, err := readLease(ctx, a.store.sql, tx, held.Resource)
 		if err != nil {
 			return err
 		}

@@ -26,6 +26,12 @@ var (
 	// again, with a new epoch.
 	ErrLeaseExpired = errors.New("lease expired")
 
+	// ErrDatabaseMoved reports that the database file was deleted or
+	// replaced after the store opened it. Nothing is changed: going on
+	// would write to a file nobody else sees, and a process that opens
+	// the path afresh would start epochs from 1 again.
+	ErrDatabaseMoved = errors.New("database file deleted or replaced")
+
 	// ErrNotHolder reports a renew or release by someone who does not hold
 	// the resource's current lease (another holder, or an older epoch).
 	ErrNotHolder = errors.New("not the lease holder")

@@ -72,9 +72,8 @@ type WriteResult struct {
 // own table and never reads the authority's: the only thing it knows about
 // leases is the epochs that writers bring.
 type Receiver struct {
-	db   *sql.DB
-	sql  *prepared
-	mode Mode
+	store *Store
+	mode  Mode
 }
 
 // Mode reports whether the receiver is fenced.
@@ -89,8 +88,8 @@ func (r *Receiver) Write(ctx context.Context, resource string, epoch int64, valu
 		return WriteResult{}, err
 	}
 	var result WriteResult
-	err := inTransaction(ctx, r.db, func(tx *sql.Tx) error {
-		stored, found, err := readRecord(ctx, r.sql, tx, resource)
+	err := r.store.inTransaction(ctx, func(tx *sql.Tx) error {
+		stored, found, err := readRecord(ctx, r.store.sql, tx, resource)
 		if err != nil {
 			return err
 		}
@@ -100,7 +99,11 @@ func (r *Receiver) Write(ctx context.Context, resource string, epoch int64, valu
 			return nil
 		}
 		result.Record = Record{Epoch: epoch, ValueEpoch: epoch, Value: value}
-		return r.sql.exec(ctx, tx, sqlWriteRecord, resource, epoch, epoch, value)
+		if err := r.store.sql.exec(ctx, tx, sqlWriteRecord, resource, epoch, epoch, value); err != nil {
+			return err
+		}
+		pauseInsideTransaction("write-written")
+		return nil
 	})
 	if err != nil {
 		return WriteResult{}, fmt.Errorf("write %q at epoch %d: %w", resource, epoch, err)
@@ -141,8 +144,8 @@ func (r *Receiver) Observe(ctx context.Context, resource string, epoch int64) (W
 		return WriteResult{}, err
 	}
 	var result WriteResult
-	err := inTransaction(ctx, r.db, func(tx *sql.Tx) error {
-		stored, found, err := readRecord(ctx, r.sql, tx, resource)
+	err := r.store.inTransaction(ctx, func(tx *sql.Tx) error {
+		stored, found, err := readRecord(ctx, r.store.sql, tx, resource)
 		if err != nil {
 			return err
 		}
@@ -158,7 +161,7 @@ func (r *Receiver) Observe(ctx context.Context, resource string, epoch int64) (W
 			return nil
 		}
 		result.Record.Epoch = epoch
-		return r.sql.exec(ctx, tx, sqlObserveRecord, resource, epoch)
+		return r.store.sql.exec(ctx, tx, sqlObserveRecord, resource, epoch)
 	})
 	if err != nil {
 		return WriteResult{}, fmt.Errorf("observe %q at epoch %d: %w", resource, epoch, err)
@@ -172,8 +175,8 @@ func (r *Receiver) Read(ctx context.Context, resource string) (record Record, fo
 	if err := checkName("resource", resource); err != nil {
 		return Record{}, false, err
 	}
-	err = inTransaction(ctx, r.db, func(tx *sql.Tx) error {
-		record, found, err = readRecord(ctx, r.sql, tx, resource)
+	err = r.store.inTransaction(ctx, func(tx *sql.Tx) error {
+		record, found, err = readRecord(ctx, r.store.sql, tx, resource)
 		return err
 	})
 	if err != nil {

@@ -1,9 +1,12 @@
 package leases
 
 // testHookInsideTransaction, when set by a test (export_test.go), runs
-// inside an operation's transaction after its read and before its write.
-// Tests use it to hold a transaction open and prove that no other process
-// can slip a write in between; it is nil in every real build.
+// inside an operation's transaction: after its read and before its write
+// (named for the operation: "acquire", "write", "observe"), and after its
+// write and before COMMIT ("acquire-written", "write-written"). Tests use
+// it to hold a transaction open, to prove that no other process can slip a
+// write in between, or to kill a process in the middle of one. It is nil
+// in every real build.
 var testHookInsideTransaction func(operation string)
 
 func pauseInsideTransaction(operation string) {
