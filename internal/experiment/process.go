@@ -32,8 +32,9 @@ type replyLine struct {
 // StartWorker re-executes this binary in the worker role on dbPath and
 // waits, bounded by ctx, for it to announce its pid. The binary must call
 // RunWorkerIfRequested first thing. started, when not nil, learns the pid
-// as soon as the process exists, before the worker has said anything.
-func StartWorker(ctx context.Context, name, dbPath string, started func(pid int)) (*Worker, error) {
+// as soon as the process exists, before the worker has said anything; env
+// adds KEY=value entries to the worker's environment.
+func StartWorker(ctx context.Context, name, dbPath string, started func(pid int), env ...string) (*Worker, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
@@ -50,7 +51,7 @@ func StartWorker(ctx context.Context, name, dbPath string, started func(pid int)
 	}
 	w := &Worker{name: name, stdin: stdin, replies: make(chan replyLine, 1), exited: make(chan struct{})}
 	w.cmd = exec.Command(exe)
-	w.cmd.Env = append(os.Environ(), workerEnv+"="+dbPath)
+	w.cmd.Env = append(append(os.Environ(), env...), workerEnv+"="+dbPath)
 	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = childIn, childOut, &w.stderr
 	err = w.cmd.Start()
 	// The child has its own copies now; the controller must drop its
@@ -132,6 +133,9 @@ func (w *Worker) receive(ctx context.Context) (reply, error) {
 		}
 		if r.Error != "" {
 			return r, fmt.Errorf("worker %s: %s", w.name, r.Error)
+		}
+		if r.Paused != "" {
+			return r, fmt.Errorf("worker %s: %w at %s", w.name, ErrPausedInsideTransaction, r.Paused)
 		}
 		return r, nil
 	}

@@ -61,13 +61,7 @@ func perform(ctx context.Context, store *leases.Store, req request) reply {
 	switch req.Op {
 	case opAcquire:
 		lease, err := store.Authority().Acquire(ctx, req.Resource, req.Holder, req.Tick, req.TTL)
-		switch {
-		case errors.Is(err, leases.ErrLeaseHeld):
-			return reply{Refused: err.Error()}
-		case err != nil:
-			return reply{Error: err.Error()}
-		}
-		return reply{Lease: &lease}
+		return replyFor(&lease, err)
 	case opWrite:
 		result, err := store.Receiver(req.Receiver).Write(ctx, req.Resource, req.Epoch, req.Value)
 		if err != nil {
@@ -80,6 +74,15 @@ func perform(ctx context.Context, store *leases.Store, req request) reply {
 			return reply{Error: err.Error()}
 		}
 		return reply{Write: &result}
+	case opRenew, opRelease:
+		if req.Lease == nil {
+			return reply{Error: req.Op + " needs a lease"}
+		}
+		if req.Op == opRelease {
+			return replyFor(nil, store.Authority().Release(ctx, *req.Lease, req.Tick))
+		}
+		lease, err := store.Authority().Renew(ctx, *req.Lease, req.Tick, req.TTL)
+		return replyFor(&lease, err)
 	case opRead:
 		record, found, err := store.Receiver(leases.Fenced).Read(ctx, req.Resource)
 		if err != nil {
@@ -88,4 +91,18 @@ func perform(ctx context.Context, store *leases.Store, req request) reply {
 		return reply{Read: &readReply{Found: found, Record: record}}
 	}
 	return reply{Error: fmt.Sprintf("unknown operation %q", req.Op)}
+}
+
+// replyFor turns an authority's answer into a reply: a refusal because the
+// lease is held is an outcome, anything else that failed is an error.
+func replyFor(lease *leases.Lease, err error) reply {
+	switch {
+	case errors.Is(err, leases.ErrLeaseHeld):
+		return reply{Refused: err.Error()}
+	case err != nil:
+		return reply{Error: err.Error()}
+	case lease == nil:
+		return reply{}
+	}
+	return reply{Lease: lease}
 }

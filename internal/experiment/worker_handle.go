@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"leases"
@@ -35,6 +36,29 @@ func (w *Worker) Write(ctx context.Context, mode leases.Mode, resource string, e
 	}
 	return *got.Write, nil
 }
+
+// Renew asks the worker to renew held at tick for ttl ticks.
+func (w *Worker) Renew(ctx context.Context, held leases.Lease, tick, ttl int64) (leases.Lease, error) {
+	got, err := w.call(ctx, request{Op: opRenew, Lease: &held, Tick: tick, TTL: ttl})
+	if err != nil {
+		return leases.Lease{}, err
+	}
+	if got.Lease == nil {
+		return leases.Lease{}, fmt.Errorf("worker %s sent no renewed lease", w.name)
+	}
+	return *got.Lease, nil
+}
+
+// Release asks the worker to release held at tick.
+func (w *Worker) Release(ctx context.Context, held leases.Lease, tick int64) error {
+	_, err := w.call(ctx, request{Op: opRelease, Lease: &held, Tick: tick})
+	return err
+}
+
+// ErrPausedInsideTransaction reports that a worker of a test binary is
+// holding a transaction open on purpose, at the point the error names, and
+// waits to be killed.
+var ErrPausedInsideTransaction = errors.New("paused inside a transaction")
 
 // Exit asks the worker to exit and waits, bounded by ctx, until it has.
 func (w *Worker) Exit(ctx context.Context) error { return w.exit(ctx) }
