@@ -1,15 +1,68 @@
 package leases_test
 
 import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
 	"os"
 	"testing"
 
+	"leases"
 	"leases/internal/experiment"
+)
+
+// Test-only roles of this binary, chosen by environment variables. The
+// experiment re-executes this binary as its workers; the fault tests also
+// need a worker that stops inside a transaction, and a controller of its
+// own that the test can kill.
+const (
+	// pauseEnv names the point (see leases' test hook) at which a worker
+	// announces {"paused": point} and then holds its transaction open
+	// until it is killed; if its input closes first it exits without
+	// committing.
+	pauseEnv = "LEASES_TEST_PAUSE_AT"
+	// controllerEnv makes this binary a controller that starts two
+	// workers on the named database, prints their pids and waits.
+	controllerEnv = "LEASES_TEST_CONTROLLER_DB"
 )
 
 // TestMain lets the test binary play the worker role: the experiment
 // re-executes this binary, and a worker must never reach the test runner.
 func TestMain(m *testing.M) {
+	if point := os.Getenv(pauseEnv); point != "" {
+		leases.SetHookInsideTransaction(func(got string) {
+			if got == point {
+				fmt.Printf("{\"paused\":%q}\n", point)
+				_, _ = io.Copy(io.Discard, os.Stdin)
+				os.Exit(3) // never reach COMMIT
+			}
+		})
+	}
+	// The worker role first: workers inherit the controller's environment,
+	// and must not become controllers in turn.
 	experiment.RunWorkerIfRequested()
+	if dbPath := os.Getenv(controllerEnv); dbPath != "" {
+		os.Exit(playController(dbPath))
+	}
 	os.Exit(m.Run())
+}
+
+// playController starts two workers that wait for commands, prints their
+// pids, and waits for its own input to end. Killed, it leaves the workers
+// without a controller.
+func playController(dbPath string) int {
+	ctx := context.Background()
+	var pids []any
+	for _, name := range []string{"A", "B"} {
+		w, err := experiment.StartWorker(ctx, name, dbPath, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		pids = append(pids, w.PID())
+	}
+	fmt.Println(pids...)
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	return 0
 }

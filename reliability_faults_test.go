@@ -1,0 +1,295 @@
+package leases_test
+
+// Reliability under faults: processes killed mid-transaction or
+// mid-tenure, a controller killed under its workers, a database file that
+// disappears or turns read-only. Not among the contract's 17 tests.
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"leases"
+	"leases/internal/experiment"
+)
+
+// A worker killed with SIGKILL while it holds BEGIN IMMEDIATE, its write
+// done but not committed: the write is gone, the file is sound, and the next
+// process gets the lock at once.
+func TestKilledInsideATransaction(t *testing.T) {
+	cases := []struct {
+		point string
+		act   func(*experiment.Worker) error
+	}{
+		{"acquire-written", func(w *experiment.Worker) error {
+			_, err := w.Acquire(testContext(t), "r", 2, 2)
+			return err
+		}},
+		{"write-written", func(w *experiment.Worker) error {
+			_, err := w.Write(testContext(t), leases.Fenced, "r", 2, "v2")
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.point, func(t *testing.T) {
+			ctx := testContext(t)
+			path := tempDBPath(t)
+			store := openStore(t, path)
+			mustAcquire(t, store.Authority(), "r", "A", 0, 2)
+			mustWrite(t, store.Receiver(leases.Fenced), "r", 1, "v1")
+			before := dumpTables(t, path)
+
+			victim, err := experiment.StartWorker(ctx, "V", path, nil, pauseEnv+"="+tc.point)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(victim.Kill)
+			if err := tc.act(victim); !errors.Is(err, experiment.ErrPausedInsideTransaction) {
+				t.Fatalf("victim: %v; want it paused inside its transaction", err)
+			}
+			victim.Kill() // SIGKILL, with the write lock held
+			if !processGone(victim.PID()) {
+				t.Fatalf("victim %d still exists", victim.PID())
+			}
+			if after := dumpTables(t, path); after != before {
+				t.Fatalf("the killed transaction left a trace:\n%s\nbecame\n%s", before, after)
+			}
+
+			next, err := experiment.StartWorker(ctx, "N", path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(next.Kill)
+			start := time.Now()
+			if err := tc.act(next); err != nil {
+				t.Fatalf("the next process: %v", err)
+			}
+			if waited := time.Since(start); waited >= leases.DefaultBusyTimeout {
+				t.Fatalf("the next process waited %v, the whole busy timeout", waited)
+			}
+			if check, err := store.IntegrityCheck(ctx); err != nil || check != "ok" {
+				t.Fatalf("integrity_check: %q, %v", check, err)
+			}
+		})
+	}
+}
+
+// A holder killed after acquiring and before writing: its lease runs out at
+// its expiry tick, the next holder gets a higher epoch, and the receiver
+// never sees the dead holder's epoch.
+func TestHolderKilledBeforeWriting(t *testing.T) {
+	ctx := testContext(t)
+	path := tempDBPath(t)
+	store := openStore(t, path)
+	dead, err := experiment.StartWorker(ctx, "A", path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dead.Kill)
+	if lease, err := dead.Acquire(ctx, "r", 0, 3); err != nil || lease.Epoch != 1 {
+		t.Fatalf("A's acquire: %+v, %v", lease, err)
+	}
+	dead.Kill()
+
+	next, err := experiment.StartWorker(ctx, "B", path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(next.Kill)
+	if _, err := next.Acquire(ctx, "r", 2, 3); !errors.Is(err, leases.ErrLeaseHeld) || !strings.Contains(err.Error(), `"A" until tick 3`) {
+		t.Fatalf("acquire before the dead holder's expiry: %v; want it held by A until tick 3", err)
+	}
+	lease, err := next.Acquire(ctx, "r", 3, 3)
+	if err != nil || lease.Epoch != 2 {
+		t.Fatalf("acquire at the dead holder's expiry: %+v, %v; want epoch 2", lease, err)
+	}
+	if got, err := next.Write(ctx, leases.Fenced, "r", lease.Epoch, "from-B"); err != nil || got.Outcome != leases.Accepted {
+		t.Fatalf("B's write: %+v, %v", got, err)
+	}
+	if record, _, _ := store.Receiver(leases.Fenced).Read(ctx, "r"); record != written(2, "from-B") {
+		t.Fatalf("receiver %+v; want only B's epoch 2", record)
+	}
+}
+
+// The controller killed while its workers wait for commands: every worker
+// exits (its stdin reaches end-of-file), and none is left behind.
+func TestControllerKilledLeavesNoWorker(t *testing.T) {
+	ctx := testContext(t)
+	path := tempDBPath(t)
+	openStore(t, path)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every process that inherits allGone's write end holds it open; its
+	// read end reaches end-of-file only once all of them have exited.
+	allGone, heldByEveryone, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer allGone.Close()
+	controller := exec.CommandContext(ctx, exe)
+	controller.Env = append(os.Environ(), controllerEnv+"="+path)
+	controller.ExtraFiles = []*os.File{heldByEveryone} // not close-on-exec: the workers inherit it too
+	out, err := controller.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	controllerIn, err := controller.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer controllerIn.Close()
+	if err := controller.Start(); err != nil {
+		t.Fatal(err)
+	}
+	heldByEveryone.Close()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("controller said %q: %v", line, err)
+	}
+	var pids []int
+	for _, field := range strings.Fields(line) {
+		pid, err := strconv.Atoi(field)
+		if err != nil {
+			t.Fatalf("controller said %q", line)
+		}
+		pids = append(pids, pid)
+	}
+
+	if err := controller.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = controller.Wait()
+	if err := allGone.SetReadDeadline(time.Now().Add(testTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := allGone.Read(make([]byte, 1)); n != 0 || !errors.Is(err, os.ErrClosed) && err.Error() != "EOF" {
+		t.Fatalf("waiting for the workers to exit: %d bytes, %v", n, err)
+	}
+	for _, pid := range pids {
+		if !processEnded(pid) {
+			t.Errorf("worker %d outlived its controller", pid)
+		}
+	}
+}
+
+// processEnded reports whether pid has exited: gone, or a zombie waiting
+// for its new parent to reap it.
+func processEnded(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return processGone(pid)
+	}
+	// The state follows the command name, which is in parentheses.
+	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}
+
+// The database file deleted between steps: the next operation fails with
+// ErrDatabaseMoved instead of writing to a file nobody will see again.
+func TestDatabaseDeletedBetweenSteps(t *testing.T) {
+	ctx := testContext(t)
+	path := tempDBPath(t)
+	openStore(t, path)
+	w, err := experiment.StartWorker(ctx, "A", path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Kill)
+	lease, err := w.Acquire(ctx, "r", 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	for name, op := range map[string]func() error{
+		"acquire": func() error { _, err := w.Acquire(ctx, "r", 3, 3); return err },
+		"write":   func() error { _, err := w.Write(ctx, leases.Fenced, "r", lease.Epoch, "v"); return err },
+		"renew":   func() error { _, err := w.Renew(ctx, lease, 1, 3); return err },
+	} {
+		if err := op(); err == nil || !strings.Contains(err.Error(), leases.ErrDatabaseMoved.Error()) {
+			t.Errorf("%s after the file was deleted: %v; want %q", name, err, leases.ErrDatabaseMoved)
+		}
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the deleted file came back: %v", err)
+	}
+}
+
+// The database file made read-only between steps: a process that opens it
+// now fails at once with a one-line error and changes nothing. A process
+// that opened it before keeps writing: the operating system checks
+// permissions when a file is opened, and the writes go to the WAL.
+func TestDatabaseMadeReadOnly(t *testing.T) {
+	ctx := testContext(t)
+	path := tempDBPath(t)
+	store := openStore(t, path)
+	mustAcquire(t, store.Authority(), "r", "A", 0, 3)
+	if err := store.Close(); err != nil { // checkpoints the WAL into the file
+		t.Fatal(err)
+	}
+	earlier, err := experiment.StartWorker(ctx, "A", path, nil) // opens it while writable
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(earlier.Kill)
+	before := dumpTables(t, path)
+	makeReadOnly(t, path)
+
+	_, err = experiment.StartWorker(ctx, "B", path, nil)
+	if err == nil || !strings.Contains(err.Error(), "not writable") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("starting a worker on a read-only file: %v; want one line saying it is not writable", err)
+	}
+	if after := dumpTables(t, path); after != before {
+		t.Fatalf("the failed start changed the file:\n%s\nbecame\n%s", before, after)
+	}
+	if lease, err := earlier.Acquire(ctx, "r", 3, 3); err != nil || lease.Epoch != 2 {
+		t.Fatalf("the worker that opened the file before: %+v, %v; want it to go on (epoch 2)", lease, err)
+	}
+}
+
+// makeReadOnly makes path unwritable for this process and its children:
+// chmod for an ordinary user; for root, whom permissions do not stop, the
+// file system's immutable flag (as chattr +i sets it).
+func makeReadOnly(t *testing.T, path string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(path, 0o444); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	const fsIocGetFlags, fsIocSetFlags, fsImmutable = 0x80086601, 0x40086602, 0x10
+	flags := func(request uintptr, value *int32) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), request, uintptr(unsafe.Pointer(value))); errno != 0 {
+			return errno
+		}
+		return nil
+	}
+	var original int32
+	if err := flags(fsIocGetFlags, &original); err != nil {
+		t.Skipf("cannot make %s read-only for root here (no file flags: %v)", path, err)
+	}
+	// Keep the flags the file system set (ext4 refuses to drop "extents").
+	immutable := original | fsImmutable
+	if err := flags(fsIocSetFlags, &immutable); err != nil {
+		t.Skipf("cannot make %s read-only for root here (the file system refuses the immutable flag: %v)", path, err)
+	}
+	t.Cleanup(func() { _ = flags(fsIocSetFlags, &original) }) // or t.TempDir cannot remove it
+}
