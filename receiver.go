@@ -89,9 +89,13 @@ func (r *Receiver) Write(ctx context.Context, resource string, epoch int64, valu
 	}
 	var result WriteResult
 	err := r.store.inTransaction(ctx, func(tx *sql.Tx) error {
-		stored, found, err := readRecord(ctx, r.store.sql, tx, resource)
-		if err != nil {
-			return err
+		var stored Record
+		found := false
+		if r.mode == Fenced { // an unfenced receiver has nothing to compare
+			var err error
+			if stored, found, err = readRecord(ctx, r.store.sql, tx, resource); err != nil {
+				return err
+			}
 		}
 		result = WriteResult{Outcome: r.decide(stored, found, epoch, value), Record: stored}
 		pauseInsideTransaction("write")
