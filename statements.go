@@ -24,6 +24,14 @@ const (
 		ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, value_epoch = excluded.value_epoch, value = excluded.value`
 	sqlObserveRecord = `INSERT INTO receiver_records (resource, epoch) VALUES (?, ?)
 		ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch`
+
+	// Snapshot and Restore copy whole tables, each on its own.
+	sqlAllLeases     = `SELECT resource, epoch, holder, granted_at, expires_at, last_tick FROM authority_leases ORDER BY resource`
+	sqlAllRecords    = `SELECT resource, epoch, value_epoch, value FROM receiver_records ORDER BY resource`
+	sqlDeleteLeases  = `DELETE FROM authority_leases`
+	sqlDeleteRecords = `DELETE FROM receiver_records`
+	sqlInsertLease   = `INSERT INTO authority_leases (resource, epoch, holder, granted_at, expires_at, last_tick) VALUES (?, ?, ?, ?, ?, ?)`
+	sqlInsertRecord  = `INSERT INTO receiver_records (resource, epoch, value_epoch, value) VALUES (?, ?, ?, ?)`
 )
 
 // prepared holds every statement compiled once per store: parsing SQL
@@ -37,6 +45,7 @@ func prepare(ctx context.Context, db *sql.DB) (*prepared, error) {
 	for _, text := range []string{
 		sqlReadLease, sqlGrantLease, sqlRenewLease, sqlReleaseLease,
 		sqlReadRecord, sqlWriteRecord, sqlObserveRecord,
+		sqlAllLeases, sqlAllRecords, sqlDeleteLeases, sqlDeleteRecords, sqlInsertLease, sqlInsertRecord,
 	} {
 		stmt, err := db.PrepareContext(ctx, text)
 		if err != nil {

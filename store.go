@@ -58,11 +58,6 @@ func open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, 
 	options.Set("_txlock", "immediate")
 	options.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	options.Add("_pragma", "journal_mode(WAL)")
-	if path == ":memory:" {
-		// In memory the store exists to be copied whole (Snapshot,
-		// Restore); small pages make the copies a fifth as large.
-		options.Add("_pragma", "page_size(512)")
-	}
 	db, err := sql.Open("sqlite", path+"?"+options.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 
 	"leases"
 )
@@ -57,8 +56,9 @@ type Counterexample struct {
 // SQLite build, so it never enters results.json.
 type ExploreStats struct {
 	// States is how many distinct states were expanded; StepsRun is how
-	// many steps ran on the real authority and receiver.
-	States, StepsRun int
+	// many steps ran on the real authority and receiver; Restores is how
+	// many times the database was rolled back to a branch point.
+	States, StepsRun, Restores int
 }
 
 // Explore runs every schedule of the bounded model for each protocol on the
@@ -76,6 +76,7 @@ func Explore(ctx context.Context, bounds Bounds) (*Exploration, ExploreStats, er
 		}
 		stats.States += s.States
 		stats.StepsRun += s.StepsRun
+		stats.Restores += s.Restores
 		ex.Protocols = append(ex.Protocols, figures)
 	}
 	return ex, stats, nil
@@ -115,33 +116,31 @@ func exploreProtocol(ctx context.Context, bounds Bounds, p Protocol, faulty func
 		}
 		figures.Counterexamples = append(figures.Counterexamples, Counterexample{propertyNames[prop], schedule})
 	}
-	return figures, ExploreStats{States: len(x.memo), StepsRun: x.stepsRun}, nil
+	return figures, ExploreStats{States: len(x.memo), StepsRun: x.stepsRun, Restores: x.restores}, nil
 }
 
 // explorer walks the tree of schedules depth first on one in-memory
-// database. Restoring a state's image before each of its branches is a
+// database. Restoring a state's rows before each of its branches is a
 // rollback to the shared prefix. Two prefixes that reach the same state
-// (same model state, same database bytes) have the same futures, because
-// every step depends only on the two; so each distinct state is expanded
-// once and its tally reused, while every schedule is still counted.
+// (same model state, same rows) have the same futures, because every step
+// depends only on the two; so each distinct state is expanded once and its
+// tally reused, while every schedule is still counted.
 type explorer struct {
 	model
 	store    *leases.Store
 	memo     map[stateKey]*tally
 	stepsRun int
-	seeds    [2]maphash.Seed
-	current  imageHash // the database's content right now
+	restores int
+	current  string // the database's rows right now
 }
 
+// stateKey is a state exactly: the model's part and every row of the
+// database (a canonical snapshot), so two keys are equal only when the two
+// states are.
 type stateKey struct {
 	model modelState
-	image imageHash
+	rows  string
 }
-
-// imageHash identifies a database's content by two independent 64-bit
-// hashes; a false match (two different databases merged) has a chance
-// near 2^-128 per pair of states.
-type imageHash [2]uint64
 
 func newExplorer(ctx context.Context, bounds Bounds, p Protocol, faulty func(acquirer) acquirer) (*explorer, func(), error) {
 	store, err := leases.Open(ctx, ":memory:")
@@ -158,7 +157,7 @@ func newExplorer(ctx context.Context, bounds Bounds, p Protocol, faulty func(acq
 	}
 	x := &explorer{
 		model: model{bounds: bounds, protocol: p, authority: auth, receiver: store.Receiver(mode)},
-		store: store, memo: map[stateKey]*tally{}, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		store: store, memo: map[stateKey]*tally{},
 	}
 	return x, func() { _ = store.Close() }, nil
 }
@@ -169,12 +168,12 @@ func (x *explorer) visit(ctx context.Context, s modelState) (*tally, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	image, err := x.store.Snapshot(ctx)
+	rows, err := x.store.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	key := stateKey{model: s, image: x.contentHash(image)}
-	x.current = key.image
+	key := stateKey{model: s, rows: string(rows)}
+	x.current = key.rows
 	if t, ok := x.memo[key]; ok {
 		return t, nil
 	}
@@ -191,11 +190,12 @@ func (x *explorer) visit(ctx context.Context, s modelState) (*tally, error) {
 	for _, action := range actions {
 		// Roll back to this state unless the database is still in it
 		// (the last branch changed nothing: a tick, a refusal, a read).
-		if x.current != key.image {
-			if err := x.store.Restore(ctx, image); err != nil {
+		if x.current != key.rows {
+			if err := x.store.Restore(ctx, rows); err != nil {
 				return nil, err
 			}
-			x.current = key.image
+			x.current = key.rows
+			x.restores++
 		}
 		next, _, err := x.step(ctx, s, action)
 		if err != nil {
@@ -233,24 +233,4 @@ func replay(ctx context.Context, bounds Bounds, p Protocol, faulty func(acquirer
 		return nil, errors.New("a counterexample did not replay: the explorer is not deterministic")
 	}
 	return lines, nil
-}
-
-// contentHash hashes a database image without the two header fields that
-// count write transactions (the file change counter at offset 24 and the
-// version-valid-for number at offset 92): they differ between images whose
-// content is the same, and no query can see them.
-func (x *explorer) contentHash(image []byte) imageHash {
-	var sum imageHash
-	var zero [4]byte
-	for i, seed := range x.seeds {
-		var h maphash.Hash
-		h.SetSeed(seed)
-		h.Write(image[:24])
-		h.Write(zero[:])
-		h.Write(image[28:92])
-		h.Write(zero[:])
-		h.Write(image[96:])
-		sum[i] = h.Sum64()
-	}
-	return sum
 }
