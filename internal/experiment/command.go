@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Exit statuses of the command.
@@ -21,13 +22,14 @@ const (
 )
 
 const usage = `usage: run-experiment [--output FILE] [--check FILE] [--timeout DURATION]
-                      [--workers N] [--ttl TICKS] [--last-tick TICK]
+                      [--workers N] [--ttl TICKS] [--last-tick TICK] [--timings]
 
 Reruns every scenario with real worker processes on fresh temporary
 databases and writes the semantic result as JSON to --output (standard
 output when absent). With --check, compares it with FILE byte for byte.
 --workers, --ttl and --last-tick bound the exploration of every schedule;
-results.json was made with the defaults.
+results.json was made with the defaults. --timings prints, on standard
+error, how long each part took next to what it costs at the least here.
 
 Exit status: 0 match, 1 mismatch, 2 usage error or bad file,
 3 the experiment failed.
@@ -36,15 +38,13 @@ Exit status: 0 match, 1 mismatch, 2 usage error or bad file,
 
 // Main is the command run-experiment. It returns the exit status.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "run-experiment: "+format+"\n", a...)
-		return code
-	}
+	fail := func(code int, format string, a ...any) int { return failf(stderr, code, format, a...) }
 	flags := flag.NewFlagSet("run-experiment", flag.ContinueOnError)
 	flags.SetOutput(io.Discard) // one-line errors, below
 	output := flags.String("output", "", "write the JSON `FILE` (default: standard output)")
 	check := flags.String("check", "", "compare the rerun with `FILE`; exit 1 if they differ")
 	timeout := flags.Duration("timeout", DefaultTimeout, "fail a run that hangs longer than `DURATION`")
+	timings := flags.Bool("timings", false, "print the run's time, part by part, next to its floors, on standard error")
 	var bounds Bounds
 	flags.IntVar(&bounds.Workers, "workers", DefaultBounds.Workers, "explore with `N` workers (1 to 4)")
 	flags.Int64Var(&bounds.TTL, "ttl", DefaultBounds.TTL, "explore with leases of `TICKS` ticks")
@@ -87,7 +87,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	results, err := Run(ctx, Options{Timeout: *timeout, Bounds: bounds})
+	start := time.Now()
+	var stats RunStats
+	results, err := Run(ctx, Options{Timeout: *timeout, Bounds: bounds, Stats: &stats})
 	if err != nil {
 		return fail(ExitFailed, "experiment failed: %v", err)
 	}
@@ -108,12 +110,24 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, p := range results.Exploration.Protocols {
 		fmt.Fprintln(stderr, p.Summary())
 	}
+	code := compareResults(stderr, *check, expected, expectedTree, got)
+	if *timings {
+		if err := printTimings(ctx, stderr, results, &stats, time.Since(start)); err != nil {
+			return fail(ExitFailed, "timings: %v", err)
+		}
+	}
+	return code
+}
 
-	if *check == "" {
+// compareResults reports whether got matches the --check file and returns
+// the exit status.
+func compareResults(stderr io.Writer, check string, expected []byte, expectedTree *jsonValue, got []byte) int {
+	fail := func(code int, format string, a ...any) int { return failf(stderr, code, format, a...) }
+	if check == "" {
 		return ExitMatch
 	}
 	if bytes.Equal(expected, got) {
-		fmt.Fprintf(stderr, "run-experiment: rerun matches %s byte for byte\n", *check)
+		fmt.Fprintf(stderr, "run-experiment: rerun matches %s byte for byte\n", check)
 		return ExitMatch
 	}
 	gotTree, err := parseJSON(got)
@@ -121,9 +135,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(ExitFailed, "cannot parse own output: %v", err)
 	}
 	if d, differs := firstDifference("$", expectedTree, gotTree); differs {
-		return fail(ExitMismatch, "rerun differs from %s %v", *check, d)
+		return fail(ExitMismatch, "rerun differs from %s %v", check, d)
 	}
-	return fail(ExitMismatch, "rerun means the same as %s but its bytes differ (formatting or key spelling); regenerate it with --output", *check)
+	return fail(ExitMismatch, "rerun means the same as %s but its bytes differ (formatting or key spelling); regenerate it with --output", check)
+}
+
+// failf prints the command's one-line error and returns code.
+func failf(stderr io.Writer, code int, format string, a ...any) int {
+	fmt.Fprintf(stderr, "run-experiment: "+format+"\n", a...)
+	return code
 }
 
 // checkOutputPath refuses an output that would overwrite the file being

@@ -31,8 +31,17 @@ type Options struct {
 	DatabaseCreated func(scenario, dbPath string)
 	// Bounds are the explored model's; the zero value means DefaultBounds.
 	Bounds Bounds
-	// ExploreStats, when set, learns how much work the exploration did.
-	ExploreStats func(ExploreStats)
+	// Stats, when set, is filled with what the run did and how long each
+	// part took; none of it enters the results.
+	Stats *RunStats
+}
+
+// RunStats is what a run did and how long it took.
+type RunStats struct {
+	Workers     int           // worker processes started
+	Scenarios   time.Duration // wall time of the scenarios
+	Exploration time.Duration // wall time of the exploration
+	Explore     ExploreStats
 }
 
 // Run runs every scenario, each on a fresh database in a temporary
@@ -41,7 +50,19 @@ type Options struct {
 func Run(ctx context.Context, opts Options) (*Results, error) {
 	ctx, cancel := withTimeout(ctx, opts)
 	defer cancel()
+	stats := opts.Stats
+	if stats == nil {
+		stats = &RunStats{}
+	}
+	started := opts.WorkerStarted
+	opts.WorkerStarted = func(scenario, worker string, pid int) {
+		stats.Workers++
+		if started != nil {
+			started(scenario, worker, pid)
+		}
+	}
 	results := &Results{Schema: Schema}
+	start := time.Now()
 	for _, def := range scenarios {
 		sc, err := runScenario(ctx, def, opts)
 		if err != nil {
@@ -49,17 +70,19 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 		}
 		results.Scenarios = append(results.Scenarios, sc)
 	}
+	stats.Scenarios = time.Since(start)
 	bounds := opts.Bounds
 	if bounds == (Bounds{}) {
 		bounds = DefaultBounds
 	}
-	exploration, stats, err := Explore(ctx, bounds)
+	// Not at the same time as the scenarios: measured, that saved nothing
+	// on two cores, since starting worker processes needs the CPU too.
+	start = time.Now()
+	exploration, exploreStats, err := Explore(ctx, bounds)
 	if err != nil {
 		return nil, err
 	}
-	if opts.ExploreStats != nil {
-		opts.ExploreStats(stats)
-	}
+	stats.Exploration, stats.Explore = time.Since(start), exploreStats
 	results.Exploration = exploration
 	return results, nil
 }

@@ -17,6 +17,7 @@ import (
 // thing in main and in TestMain: the command and the test binary re-execute
 // themselves to play the worker role.
 func RunWorkerIfRequested() {
+	runEchoIfRequested()
 	dbPath, ok := os.LookupEnv(workerEnv)
 	if !ok {
 		return
