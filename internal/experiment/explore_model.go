@@ -92,7 +92,7 @@ const maxEpochs = 2 * maxWorkers
 // modelState is everything about a point in a schedule that the database
 // does not hold: the clock, each worker's progress, what has been granted,
 // committed and read so far, and which properties this schedule already
-// has. It is comparable, so that together with the database image it keys
+// has. It is comparable, so that together with the database rows it keys
 // the memo.
 type modelState struct {
 	clock        int64

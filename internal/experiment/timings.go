@@ -186,7 +186,7 @@ func printTimings(ctx context.Context, w io.Writer, results *Results, stats *Run
 	line("file transactions that only read", reads, f.fileRead, time.Duration(reads)*f.fileRead, 0)
 	line("scenarios", 0, 0, scenarioFloor, stats.Scenarios)
 	line("exploration steps (in memory)", stats.Explore.StepsRun, f.memoryWrite, exploreFloor, stats.Exploration)
-	fmt.Fprintf(w, "  %-34s %7d (rollbacks to a branch point) and %d distinct states (one image copy each)\n", "  of which restores", stats.Explore.Restores, stats.Explore.States)
+	fmt.Fprintf(w, "  %-34s %7d (rollbacks to a branch point) and %d distinct states (one snapshot each)\n", "  of which restores", stats.Explore.Restores, stats.Explore.States)
 	line("encoding, checking, writing", 0, 0, 0, rest)
 	line("total", 0, 0, scenarioFloor+exploreFloor, total)
 	return nil
