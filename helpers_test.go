@@ -150,6 +150,47 @@ func findStep(t *testing.T, sc experiment.Scenario, actor, operation string, n i
 	return experiment.Step{}
 }
 
+// startWorker starts a worker process on path, ending it when the test
+// ends; env adds KEY=value entries to its environment.
+func startWorker(t *testing.T, ctx context.Context, name, path string, env ...string) *experiment.Worker {
+	t.Helper()
+	w, err := experiment.StartWorker(ctx, name, path, nil, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Kill)
+	return w
+}
+
+// committedResults is results.json as committed.
+func committedResults(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile("results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// writeFile writes content to name in dir and returns its path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// checkTampered runs the command with --check on content and returns its
+// exit status and the last line it printed on stderr.
+func checkTampered(t *testing.T, content string) (code int, lastLine string) {
+	t.Helper()
+	path := writeFile(t, t.TempDir(), "tampered.json", content)
+	code, _, stderr := runCommand(t, "--check", path, "--output", filepath.Join(t.TempDir(), "out.json"))
+	return code, stderr[strings.LastIndex(strings.TrimSuffix(stderr, "\n"), "\n")+1:]
+}
+
 // runCommand runs the command in-process; its workers are this test binary.
 func runCommand(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()

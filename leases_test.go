@@ -298,22 +298,14 @@ func TestFenceSurvivesReopenByAnotherProcess(t *testing.T) {
 	ctx := testContext(t)
 	path := tempDBPath(t)
 	openStore(t, path) // creates the database
-	newer, err := experiment.StartWorker(ctx, "B", path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(newer.Kill)
+	newer := startWorker(t, ctx, "B", path)
 	if got, err := newer.Write(ctx, leases.Fenced, "r", 2, "new"); err != nil || got.Outcome != leases.Accepted {
 		t.Fatalf("write epoch 2: %+v, %v", got, err)
 	}
 	if err := newer.Exit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	older, err := experiment.StartWorker(ctx, "A", path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(older.Kill)
+	older := startWorker(t, ctx, "A", path)
 	if older.PID() == newer.PID() || !processGone(newer.PID()) {
 		t.Fatalf("want two processes, the first gone: %d, %d", newer.PID(), older.PID())
 	}
@@ -354,11 +346,7 @@ func TestWorkerProcesses(t *testing.T) {
 		ctx := testContext(t)
 		path := tempDBPath(t)
 		openStore(t, path)
-		w, err := experiment.StartWorker(ctx, "A", path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(w.Kill)
+		w := startWorker(t, ctx, "A", path)
 		if err := w.Abandon(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -409,10 +397,7 @@ func TestCommandReproducesResultsJSON(t *testing.T) {
 	if code != experiment.ExitMatch {
 		t.Fatalf("exit %d, want 0; stderr:\n%s", code, stderr)
 	}
-	want, err := os.ReadFile("results.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := committedResults(t)
 	got, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -426,10 +411,7 @@ func TestCommandReproducesResultsJSON(t *testing.T) {
 // of bytes only is caught too.
 func TestCheckReportsTamperedFile(t *testing.T) {
 	t.Parallel() // whole runs, independent of the other tests
-	original, err := os.ReadFile("results.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	original := committedResults(t)
 	cases := []struct {
 		name       string
 		tamper     func(string) string
@@ -449,12 +431,7 @@ func TestCheckReportsTamperedFile(t *testing.T) {
 			if tampered == string(original) {
 				t.Fatal("the tampering changed nothing")
 			}
-			path := filepath.Join(t.TempDir(), "tampered.json")
-			if err := os.WriteFile(path, []byte(tampered), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			code, _, stderr := runCommand(t, "--check", path, "--output", filepath.Join(t.TempDir(), "out.json"))
-			lastLine := stderr[strings.LastIndex(strings.TrimSuffix(stderr, "\n"), "\n")+1:]
+			code, lastLine := checkTampered(t, tampered)
 			if code != experiment.ExitMismatch || !strings.Contains(lastLine, tc.wantInLine) {
 				t.Fatalf("exit %d, last line %q; want exit 1 and %q", code, lastLine, tc.wantInLine)
 			}
@@ -466,17 +443,8 @@ func TestCheckReportsTamperedFile(t *testing.T) {
 // runs: exit 2, one line, and the file being checked left as it was.
 func TestCommandRejectsBadUsageAndFiles(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	valid, err := os.ReadFile("results.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	write := func(name, content string) string { return writeFile(t, dir, name, content) }
+	valid := committedResults(t)
 	checked := write("checked.json", string(valid))
 	cases := []struct {
 		name string

@@ -46,11 +46,7 @@ func TestKilledInsideATransaction(t *testing.T) {
 			mustWrite(t, store.Receiver(leases.Fenced), "r", 1, "v1")
 			before := dumpTables(t, path)
 
-			victim, err := experiment.StartWorker(ctx, "V", path, nil, pauseEnv+"="+tc.point)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(victim.Kill)
+			victim := startWorker(t, ctx, "V", path, pauseEnv+"="+tc.point)
 			if err := tc.act(victim); !errors.Is(err, experiment.ErrPausedInsideTransaction) {
 				t.Fatalf("victim: %v; want it paused inside its transaction", err)
 			}
@@ -62,11 +58,7 @@ func TestKilledInsideATransaction(t *testing.T) {
 				t.Fatalf("the killed transaction left a trace:\n%s\nbecame\n%s", before, after)
 			}
 
-			next, err := experiment.StartWorker(ctx, "N", path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(next.Kill)
+			next := startWorker(t, ctx, "N", path)
 			start := time.Now()
 			if err := tc.act(next); err != nil {
 				t.Fatalf("the next process: %v", err)
@@ -88,21 +80,13 @@ func TestHolderKilledBeforeWriting(t *testing.T) {
 	ctx := testContext(t)
 	path := tempDBPath(t)
 	store := openStore(t, path)
-	dead, err := experiment.StartWorker(ctx, "A", path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dead.Kill)
+	dead := startWorker(t, ctx, "A", path)
 	if lease, err := dead.Acquire(ctx, "r", 0, 3); err != nil || lease.Epoch != 1 {
 		t.Fatalf("A's acquire: %+v, %v", lease, err)
 	}
 	dead.Kill()
 
-	next, err := experiment.StartWorker(ctx, "B", path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(next.Kill)
+	next := startWorker(t, ctx, "B", path)
 	if _, err := next.Acquire(ctx, "r", 2, 3); !errors.Is(err, leases.ErrLeaseHeld) || !strings.Contains(err.Error(), `"A" until tick 3`) {
 		t.Fatalf("acquire before the dead holder's expiry: %v; want it held by A until tick 3", err)
 	}
@@ -199,11 +183,7 @@ func TestDatabaseDeletedBetweenSteps(t *testing.T) {
 	ctx := testContext(t)
 	path := tempDBPath(t)
 	openStore(t, path)
-	w, err := experiment.StartWorker(ctx, "A", path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Kill)
+	w := startWorker(t, ctx, "A", path)
 	lease, err := w.Acquire(ctx, "r", 0, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -239,15 +219,11 @@ func TestDatabaseMadeReadOnly(t *testing.T) {
 	if err := store.Close(); err != nil { // checkpoints the WAL into the file
 		t.Fatal(err)
 	}
-	earlier, err := experiment.StartWorker(ctx, "A", path, nil) // opens it while writable
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(earlier.Kill)
+	earlier := startWorker(t, ctx, "A", path) // opens it while writable
 	before := dumpTables(t, path)
 	makeReadOnly(t, path)
 
-	_, err = experiment.StartWorker(ctx, "B", path, nil)
+	_, err := experiment.StartWorker(ctx, "B", path, nil)
 	if err == nil || !strings.Contains(err.Error(), "not writable") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("starting a worker on a read-only file: %v; want one line saying it is not writable", err)
 	}

@@ -149,17 +149,8 @@ func TestHostileButValidInputIsStoredVerbatim(t *testing.T) {
 // nothing on stdout, and no file written.
 func TestCommandRefusesBadInput(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	valid, err := os.ReadFile("results.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	write := func(name, content string) string { return writeFile(t, dir, name, content) }
+	valid := committedResults(t)
 	checked := write("checked.json", string(valid))
 	linked := filepath.Join(dir, "linked.json")
 	if err := os.Symlink(checked, linked); err != nil {
@@ -218,12 +209,7 @@ func TestCommandRefusesBadInput(t *testing.T) {
 				if tampered.content == string(valid) {
 					t.Fatal("the tampering changed nothing")
 				}
-				path := filepath.Join(t.TempDir(), "tampered.json")
-				if err := os.WriteFile(path, []byte(tampered.content), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				code, _, stderr := runCommand(t, "--check", path, "--output", filepath.Join(t.TempDir(), "out.json"))
-				last := stderr[strings.LastIndex(strings.TrimSuffix(stderr, "\n"), "\n")+1:]
+				code, last := checkTampered(t, tampered.content)
 				if code != experiment.ExitMismatch || !strings.Contains(last, tampered.path) {
 					t.Fatalf("exit %d, last line %q; want exit 1 naming %s", code, last, tampered.path)
 				}
