@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -12,70 +13,78 @@ import (
 // exist for tools that run the real authority and receiver from one state
 // many times over, as the schedule explorer does: restoring a snapshot is
 // the same as rolling back to a savepoint, and two snapshots are equal
-// exactly when the tables hold the same rows. Restore replaces whatever the
-// tables hold; use it where no other process shares the database.
+// exactly when the tables hold the same rows. Like everything else here,
+// they never span both tables in one transaction: each table is copied in
+// a transaction of its own, so use them on a store that nobody else uses at
+// the same time.
 func (s *Store) Snapshot(ctx context.Context) ([]byte, error) {
 	var rows snapshotRows
-	err := s.inTransaction(ctx, func(tx *sql.Tx) error {
-		leaseRows, err := tx.StmtContext(ctx, s.sql.byText[sqlAllLeases]).QueryContext(ctx)
-		if err != nil {
-			return err
-		}
-		for leaseRows.Next() {
-			var r snapshotLease
-			if err := leaseRows.Scan(&r.Resource, &r.Epoch, &r.Holder, &r.GrantedAt, &r.ExpiresAt, &r.LastTick); err != nil {
-				return err
-			}
-			rows.Leases = append(rows.Leases, r)
-		}
-		if err := leaseRows.Close(); err != nil {
-			return err
-		}
-		recordRows, err := tx.StmtContext(ctx, s.sql.byText[sqlAllRecords]).QueryContext(ctx)
-		if err != nil {
-			return err
-		}
-		defer recordRows.Close()
-		for recordRows.Next() {
-			var r snapshotRecord
-			if err := recordRows.Scan(&r.Resource, &r.Epoch, &r.ValueEpoch, &r.Value); err != nil {
-				return err
-			}
-			rows.Records = append(rows.Records, r)
-		}
-		return recordRows.Err()
-	})
+	err := errors.Join(
+		s.inTransaction(ctx, func(tx *sql.Tx) error {
+			return scanAll(ctx, tx, s.sql.byText[sqlAllLeases], func(scan func(...any) error) error {
+				rows.Leases = append(rows.Leases, snapshotLease{})
+				l := &rows.Leases[len(rows.Leases)-1]
+				return scan(&l.Resource, &l.Epoch, &l.Holder, &l.GrantedAt, &l.ExpiresAt, &l.LastTick)
+			})
+		}),
+		s.inTransaction(ctx, func(tx *sql.Tx) error {
+			return scanAll(ctx, tx, s.sql.byText[sqlAllRecords], func(scan func(...any) error) error {
+				rows.Records = append(rows.Records, snapshotRecord{})
+				r := &rows.Records[len(rows.Records)-1]
+				return scan(&r.Resource, &r.Epoch, &r.ValueEpoch, &r.Value)
+			})
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	return json.Marshal(rows)
 }
 
-// Restore makes the tables hold exactly the rows of a Snapshot, in one
-// transaction.
+// scanAll runs query in tx and hands each row's Scan to row.
+func scanAll(ctx context.Context, tx *sql.Tx, query *sql.Stmt, row func(scan func(...any) error) error) error {
+	rows, err := tx.StmtContext(ctx, query).QueryContext(ctx)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Restore makes the tables hold exactly the rows of a Snapshot, each
+// table in a transaction of its own.
 func (s *Store) Restore(ctx context.Context, snapshot []byte) error {
 	var rows snapshotRows
 	if err := json.Unmarshal(snapshot, &rows); err != nil {
 		return fmt.Errorf("%w: restore: not a snapshot: %w", ErrInvalidInput, err)
 	}
-	err := s.inTransaction(ctx, func(tx *sql.Tx) error {
-		for _, text := range []string{sqlDeleteLeases, sqlDeleteRecords} {
-			if err := s.sql.exec(ctx, tx, text); err != nil {
+	err := errors.Join(
+		s.inTransaction(ctx, func(tx *sql.Tx) error {
+			if err := s.sql.exec(ctx, tx, sqlDeleteLeases); err != nil {
 				return err
 			}
-		}
-		for _, r := range rows.Leases {
-			if err := s.sql.exec(ctx, tx, sqlInsertLease, r.Resource, r.Epoch, r.Holder, r.GrantedAt, r.ExpiresAt, r.LastTick); err != nil {
+			for _, r := range rows.Leases {
+				if err := s.sql.exec(ctx, tx, sqlInsertLease, r.Resource, r.Epoch, r.Holder, r.GrantedAt, r.ExpiresAt, r.LastTick); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		s.inTransaction(ctx, func(tx *sql.Tx) error {
+			if err := s.sql.exec(ctx, tx, sqlDeleteRecords); err != nil {
 				return err
 			}
-		}
-		for _, r := range rows.Records {
-			if err := s.sql.exec(ctx, tx, sqlInsertRecord, r.Resource, r.Epoch, r.ValueEpoch, r.Value); err != nil {
-				return err
+			for _, r := range rows.Records {
+				if err := s.sql.exec(ctx, tx, sqlInsertRecord, r.Resource, r.Epoch, r.ValueEpoch, r.Value); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		}))
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
