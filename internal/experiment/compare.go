@@ -95,6 +95,7 @@ type difference struct {
 	path, want, got string
 }
 
+// String says where the documents differ and how, on one line.
 func (d difference) String() string {
 	return fmt.Sprintf("at %s: expected %s, got %s", d.path, d.want, d.got)
 }

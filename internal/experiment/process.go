@@ -191,6 +191,7 @@ type tailBuffer struct {
 
 const tailBytes = 4 << 10
 
+// Write keeps the last tailBytes of everything written.
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -74,5 +74,8 @@ func (w *Worker) Kill() { w.kill() }
 // still matches leases.ErrLeaseHeld.
 type refusal string
 
-func (r refusal) Error() string        { return string(r) }
+// Error is the authority's own message.
+func (r refusal) Error() string { return string(r) }
+
+// Is makes a refusal match leases.ErrLeaseHeld.
 func (r refusal) Is(target error) bool { return target == leases.ErrLeaseHeld }
