@@ -358,7 +358,7 @@ func TestWorkerProcesses(t *testing.T) {
 		var pids []int
 		var lock *sql.Tx
 		_, err := experiment.RunScenario(testContext(t), experiment.FencedReceiver, experiment.Options{
-			Timeout: 500 * time.Millisecond, // bounds this deliberate hang; a healthy start takes a few ms
+			Timeout: time.Second, // bounds this deliberate hang; the controller needs a few ms (under -race, tens) before the worker starts
 			DatabaseCreated: func(_, path string) {
 				// Hold the write lock so the worker's first transaction waits.
 				db, err := sql.Open("sqlite", path+"?_txlock=immediate")
