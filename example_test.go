@@ -91,3 +91,28 @@ func openExampleStore(ctx context.Context) (store *leases.Store, done func()) {
 		_ = os.RemoveAll(dir)
 	}
 }
+
+// A new holder records its epoch at the receiver before it acts: the old
+// holder's late write is then stale even though the new holder has not
+// written yet, and the new holder reads what is there before it writes.
+func ExampleReceiver_Observe() {
+	ctx := context.Background()
+	store, done := openExampleStore(ctx)
+	defer done()
+	receiver := store.Receiver(leases.Fenced)
+
+	_, _ = receiver.Write(ctx, "report", 1, "A's report")
+	observed, _ := receiver.Observe(ctx, "report", 2) // B holds epoch 2 now
+	late, _ := receiver.Write(ctx, "report", 1, "A's late report")
+	current, _, _ := receiver.Read(ctx, "report")
+	first, _ := receiver.Write(ctx, "report", 2, "B's report")
+	fmt.Println("observe:", observed.Outcome)
+	fmt.Println("A's late write:", late.Outcome)
+	fmt.Printf("B reads: fence %d, %q from epoch %d\n", current.Epoch, current.Value, current.ValueEpoch)
+	fmt.Println("B's first write:", first.Outcome)
+	// Output:
+	// observe: accepted
+	// A's late write: stale
+	// B reads: fence 2, "A's report" from epoch 1
+	// B's first write: accepted
+}
