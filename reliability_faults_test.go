@@ -6,6 +6,7 @@ package leases_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -204,6 +205,18 @@ func TestDatabaseDeletedBetweenSteps(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the deleted file came back: %v", err)
+	}
+}
+
+// A store opened on a relative path survives a change of working
+// directory: the file has not moved, only the process has.
+func TestRelativePathSurvivesChdir(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	store := openStore(t, "relative.db")
+	t.Chdir(t.TempDir())
+	if _, err := store.Authority().Acquire(context.Background(), "r", "A", 0, 1); err != nil {
+		t.Fatalf("acquire after a change of directory: %v", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -74,7 +75,12 @@ func open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, 
 		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), db.Close())
 	}
 	if path != ":memory:" {
-		if s.file, err = os.Stat(path); err != nil {
+		// Absolute, so that a later change of working directory is not
+		// taken for a moved file.
+		if s.path, err = filepath.Abs(path); err == nil {
+			s.file, err = os.Stat(s.path)
+		}
+		if err != nil {
 			return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), s.Close())
 		}
 	}
