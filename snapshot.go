@@ -14,25 +14,25 @@ import (
 // many times over, as the schedule explorer does: restoring a snapshot is
 // the same as rolling back to a savepoint, and two snapshots are equal
 // exactly when the tables hold the same rows. Like everything else here,
-// they never span both tables in one transaction: each table is copied in
-// a transaction of its own, so use them on a store that nobody else uses at
-// the same time.
+// they never span both tables in one transaction: each table is read or
+// written on its own, so use them on a store that nobody else uses at the
+// same time.
 func (s *Store) Snapshot(ctx context.Context) ([]byte, error) {
+	// Each table is read by one SELECT, which SQLite runs as a read
+	// transaction of its own: no BEGIN and COMMIT around it, and none
+	// spanning both tables.
 	var rows snapshotRows
 	err := errors.Join(
-		s.inTransaction(ctx, func(tx *sql.Tx) error {
-			return scanAll(ctx, tx, s.sql.byText[sqlAllLeases], func(scan func(...any) error) error {
-				rows.Leases = append(rows.Leases, snapshotLease{})
-				l := &rows.Leases[len(rows.Leases)-1]
-				return scan(&l.Resource, &l.Epoch, &l.Holder, &l.GrantedAt, &l.ExpiresAt, &l.LastTick)
-			})
+		s.checkFile(),
+		scanAll(ctx, s.sql.byText[sqlAllLeases], func(scan func(...any) error) error {
+			rows.Leases = append(rows.Leases, snapshotLease{})
+			l := &rows.Leases[len(rows.Leases)-1]
+			return scan(&l.Resource, &l.Epoch, &l.Holder, &l.GrantedAt, &l.ExpiresAt, &l.LastTick)
 		}),
-		s.inTransaction(ctx, func(tx *sql.Tx) error {
-			return scanAll(ctx, tx, s.sql.byText[sqlAllRecords], func(scan func(...any) error) error {
-				rows.Records = append(rows.Records, snapshotRecord{})
-				r := &rows.Records[len(rows.Records)-1]
-				return scan(&r.Resource, &r.Epoch, &r.ValueEpoch, &r.Value)
-			})
+		scanAll(ctx, s.sql.byText[sqlAllRecords], func(scan func(...any) error) error {
+			rows.Records = append(rows.Records, snapshotRecord{})
+			r := &rows.Records[len(rows.Records)-1]
+			return scan(&r.Resource, &r.Epoch, &r.ValueEpoch, &r.Value)
 		}))
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -40,9 +40,9 @@ func (s *Store) Snapshot(ctx context.Context) ([]byte, error) {
 	return json.Marshal(rows)
 }
 
-// scanAll runs query in tx and hands each row's Scan to row.
-func scanAll(ctx context.Context, tx *sql.Tx, query *sql.Stmt, row func(scan func(...any) error) error) error {
-	rows, err := tx.StmtContext(ctx, query).QueryContext(ctx)
+// scanAll runs query and hands each row's Scan to row.
+func scanAll(ctx context.Context, query *sql.Stmt, row func(scan func(...any) error) error) error {
+	rows, err := query.QueryContext(ctx)
 	if err != nil {
 		return err
 	}
