@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"leases"
@@ -53,19 +54,21 @@ func (r *scenarioRun) at(tick int64) *scenarioRun {
 
 // acquire asks w to acquire the scenario's resource at the current tick.
 func (r *scenarioRun) acquire(w *Worker) {
-	step := Step{Actor: w.name, Operation: opAcquire, Tick: r.clock}
-	got, ok := r.call(w, &step, request{
-		Op: opAcquire, Resource: r.def.params.Resource, Holder: w.name, Tick: r.clock, TTL: r.def.params.TTL,
-	})
-	if !ok {
+	if r.err != nil {
 		return
 	}
-	if got.Lease == nil {
-		step.Outcome, step.Detail = outcomeRefused, got.Refused
-	} else {
-		step.Outcome, step.Epoch, step.ExpiresAt = outcomeGranted, got.Lease.Epoch, got.Lease.ExpiresAt
-		r.leaseOf[w.name] = *got.Lease
-		r.highest = max(r.highest, got.Lease.Epoch)
+	step := Step{Actor: w.name, Operation: opAcquire, Tick: r.clock}
+	lease, err := w.Acquire(r.ctx, r.def.params.Resource, r.clock, r.def.params.TTL)
+	switch {
+	case errors.Is(err, leases.ErrLeaseHeld):
+		step.Outcome, step.Detail = outcomeRefused, err.Error()
+	case err != nil:
+		r.fail(step, err)
+		return
+	default:
+		step.Outcome, step.Epoch, step.ExpiresAt = outcomeGranted, lease.Epoch, lease.ExpiresAt
+		r.leaseOf[w.name] = lease
+		r.highest = max(r.highest, lease.Epoch)
 	}
 	r.record(step)
 }
@@ -75,44 +78,45 @@ func (r *scenarioRun) acquire(w *Worker) {
 // holder does not know it has lost its lease.
 func (r *scenarioRun) write(w *Worker, value string) {
 	epoch := r.leaseOf[w.name].Epoch
-	step := Step{Actor: w.name, Operation: opWrite, Tick: r.clock, Epoch: epoch, Value: value}
-	got, ok := r.call(w, &step, request{
-		Op: opWrite, Resource: r.def.params.Resource, Epoch: epoch, Value: value, Receiver: r.def.mode,
-	})
-	if !ok {
-		return
-	}
-	if got.Write == nil {
-		r.err = fmt.Errorf("%s: worker %s sent no write result", describe(len(r.steps)+1, step), w.name)
-		return
-	}
-	step.Outcome = string(got.Write.Outcome)
-	r.record(step)
+	r.atReceiver(Step{Actor: w.name, Operation: opWrite, Tick: r.clock, Epoch: epoch, Value: value},
+		func() (leases.WriteResult, error) {
+			return w.Write(r.ctx, r.def.mode, r.def.params.Resource, epoch, value)
+		})
 }
 
 // observe asks w to record its epoch at the receiver before it acts.
 func (r *scenarioRun) observe(w *Worker) {
 	epoch := r.leaseOf[w.name].Epoch
-	step := Step{Actor: w.name, Operation: opObserve, Tick: r.clock, Epoch: epoch}
-	got, ok := r.call(w, &step, request{Op: opObserve, Resource: r.def.params.Resource, Epoch: epoch})
-	if !ok {
+	r.atReceiver(Step{Actor: w.name, Operation: opObserve, Tick: r.clock, Epoch: epoch},
+		func() (leases.WriteResult, error) { return w.Observe(r.ctx, r.def.params.Resource, epoch) })
+}
+
+// atReceiver runs one write or observe and records its outcome.
+func (r *scenarioRun) atReceiver(step Step, op func() (leases.WriteResult, error)) {
+	if r.err != nil {
 		return
 	}
-	if got.Write == nil {
-		r.err = fmt.Errorf("%s: worker %s sent no observe result", describe(len(r.steps)+1, step), w.name)
+	result, err := op()
+	if err != nil {
+		r.fail(step, err)
 		return
 	}
-	step.Outcome = string(got.Write.Outcome)
+	step.Outcome = string(result.Outcome)
 	r.record(step)
 }
 
 // read asks w to read the receiver's record, as a new holder does before
 // it acts on what is there.
 func (r *scenarioRun) read(w *Worker) {
-	step := Step{Actor: w.name, Operation: opRead, Tick: r.clock, Outcome: outcomeRead}
-	if _, ok := r.call(w, &step, request{Op: opRead, Resource: r.def.params.Resource}); ok {
-		r.record(step)
+	if r.err != nil {
+		return
 	}
+	step := Step{Actor: w.name, Operation: opRead, Tick: r.clock, Outcome: outcomeRead}
+	if _, _, err := w.Read(r.ctx, r.def.params.Resource); err != nil {
+		r.fail(step, err)
+		return
+	}
+	r.record(step)
 }
 
 // exit asks w to exit and waits until its process has ended.
@@ -121,23 +125,16 @@ func (r *scenarioRun) exit(w *Worker) {
 		return
 	}
 	step := Step{Actor: w.name, Operation: opExit, Tick: r.clock, Outcome: outcomeExited}
-	if err := w.exit(r.ctx); err != nil {
-		r.err = fmt.Errorf("%s: %w", describe(len(r.steps)+1, step), err)
+	if err := w.Exit(r.ctx); err != nil {
+		r.fail(step, err)
 		return
 	}
 	r.record(step)
 }
 
-func (r *scenarioRun) call(w *Worker, step *Step, req request) (reply, bool) {
-	if r.err != nil {
-		return reply{}, false
-	}
-	got, err := w.call(r.ctx, req)
-	if err != nil {
-		r.err = fmt.Errorf("%s: %w", describe(len(r.steps)+1, *step), err)
-		return reply{}, false
-	}
-	return got, true
+// fail keeps the first failure, naming the step it happened in.
+func (r *scenarioRun) fail(step Step, err error) {
+	r.err = fmt.Errorf("%s: %w", describe(len(r.steps)+1, step), err)
 }
 
 // record completes a step with the authority's highest epoch and the
@@ -145,7 +142,7 @@ func (r *scenarioRun) call(w *Worker, step *Step, req request) (reply, bool) {
 func (r *scenarioRun) record(step Step) {
 	rec, found, err := r.observer.Read(r.ctx, r.def.params.Resource)
 	if err != nil {
-		r.err = fmt.Errorf("%s: reading the receiver: %w", describe(len(r.steps)+1, step), err)
+		r.fail(step, fmt.Errorf("reading the receiver: %w", err))
 		return
 	}
 	step.HighestEpochGranted = r.highest

@@ -37,6 +37,31 @@ func (w *Worker) Write(ctx context.Context, mode leases.Mode, resource string, e
 	return *got.Write, nil
 }
 
+// Observe asks the worker to record epoch at the fenced receiver before it
+// acts (see leases.Receiver.Observe).
+func (w *Worker) Observe(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
+	got, err := w.call(ctx, request{Op: opObserve, Resource: resource, Epoch: epoch})
+	if err != nil {
+		return leases.WriteResult{}, err
+	}
+	if got.Write == nil {
+		return leases.WriteResult{}, fmt.Errorf("worker %s sent no observe result", w.name)
+	}
+	return *got.Write, nil
+}
+
+// Read asks the worker to read the fenced receiver's record of resource.
+func (w *Worker) Read(ctx context.Context, resource string) (leases.Record, bool, error) {
+	got, err := w.call(ctx, request{Op: opRead, Resource: resource})
+	if err != nil {
+		return leases.Record{}, false, err
+	}
+	if got.Read == nil {
+		return leases.Record{}, false, fmt.Errorf("worker %s sent no read result", w.name)
+	}
+	return got.Read.Record, got.Read.Found, nil
+}
+
 // Renew asks the worker to renew held at tick for ttl ticks.
 func (w *Worker) Renew(ctx context.Context, held leases.Lease, tick, ttl int64) (leases.Lease, error) {
 	got, err := w.call(ctx, request{Op: opRenew, Lease: &held, Tick: tick, TTL: ttl})
