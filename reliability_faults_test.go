@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -148,6 +149,14 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 		}
 		pids = append(pids, pid)
 	}
+	t.Cleanup(func() {
+		// Only when the test has failed: end the workers it waited for in vain.
+		for _, pid := range pids {
+			if waitForExit(pid, 0) != nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
 
 	if err := controller.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -159,23 +168,57 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 	if n, err := allGone.Read(make([]byte, 1)); n != 0 || !errors.Is(err, os.ErrClosed) && err.Error() != "EOF" {
 		t.Fatalf("waiting for the workers to exit: %d bytes, %v", n, err)
 	}
+	// Closing its files is one of the last things an exiting process does,
+	// not the last: wait on each worker's pidfd, which turns readable only
+	// once the whole process has exited.
+	deadline := time.Now().Add(testTimeout)
 	for _, pid := range pids {
-		if !processEnded(pid) {
-			t.Errorf("worker %d outlived its controller", pid)
+		if err := waitForExit(pid, time.Until(deadline)); err != nil {
+			t.Errorf("worker %d outlived its controller: %v", pid, err)
 		}
 	}
 }
 
-// processEnded reports whether pid has exited: gone, or a zombie waiting
-// for its new parent to reap it.
-func processEnded(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return processGone(pid)
+// pidfdOpen is pidfd_open(2)'s number, the same on every Linux
+// architecture; the syscall package does not name it.
+const pidfdOpen = 434
+
+// waitForExit waits until pid has exited (a zombie or gone), for at most
+// within. It needs no parent-child relation: the workers here belong to a
+// controller that is already dead.
+func waitForExit(pid int, within time.Duration) error {
+	fd, _, errno := syscall.Syscall(pidfdOpen, uintptr(pid), 0, 0)
+	if errno == syscall.ESRCH {
+		return nil // already gone and reaped
 	}
-	// The state follows the command name, which is in parentheses.
-	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
-	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
+	if errno != 0 {
+		return fmt.Errorf("pidfd_open: %w", errno)
+	}
+	pidfd := int(fd)
+	defer syscall.Close(pidfd)
+	epoll, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("epoll_create1: %w", err)
+	}
+	defer syscall.Close(epoll)
+	event := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(pidfd)}
+	if err := syscall.EpollCtl(epoll, syscall.EPOLL_CTL_ADD, pidfd, &event); err != nil {
+		return fmt.Errorf("epoll_ctl: %w", err)
+	}
+	deadline := time.Now().Add(within)
+	for {
+		n, err := syscall.EpollWait(epoll, make([]syscall.EpollEvent, 1), int(time.Until(deadline).Milliseconds())+1)
+		if errors.Is(err, syscall.EINTR) {
+			continue // the Go runtime's signals interrupt the wait
+		}
+		if err != nil {
+			return fmt.Errorf("epoll_wait: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("still running after %v", within)
+		}
+		return nil // readable: the process has exited
+	}
 }
 
 // The database file deleted between steps: the next operation fails with
