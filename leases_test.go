@@ -481,65 +481,41 @@ func TestCommandRejectsBadUsageAndFiles(t *testing.T) {
 // Bad input is refused with ErrInvalidInput and changes nothing, row for
 // row.
 func TestBadInputChangesNothing(t *testing.T) {
-	ctx := context.Background()
-	path := tempDBPath(t)
-	store := openStore(t, path)
-	auth, fenced := store.Authority(), store.Receiver(leases.Fenced)
-	held := mustAcquire(t, auth, "r", "A", 5, 10)
-	mustWrite(t, fenced, "r", held.Epoch, "v")
-	before := dumpTables(t, path)
-
-	acquire := func(resource, holder string, now, ttl int64) func() error {
-		return func() error { _, err := auth.Acquire(ctx, resource, holder, now, ttl); return err }
-	}
-	renew := func(l leases.Lease, now, ttl int64) func() error {
-		return func() error { _, err := auth.Renew(ctx, l, now, ttl); return err }
-	}
-	write := func(r *leases.Receiver, resource string, epoch int64, value string) func() error {
-		return func() error { _, err := r.Write(ctx, resource, epoch, value); return err }
-	}
-	with := func(change func(*leases.Lease)) leases.Lease { l := held; change(&l); return l }
-	cases := []struct {
-		name string
-		call func() error
-	}{
-		{"acquire: empty resource", acquire("", "B", 20, 1)},
-		{"acquire: empty holder", acquire("r", "", 20, 1)},
-		{"acquire: zero ttl", acquire("r", "B", 20, 0)},
-		{"acquire: negative ttl", acquire("r", "B", 20, -1)},
-		{"acquire: negative tick", acquire("other", "B", -1, 1)},
-		{"acquire: tick before the last change", acquire("r", "B", 4, 1)},
-		{"acquire: expiry overflows", acquire("r", "B", 20, math.MaxInt64)},
-		{"acquire: NUL in a name", acquire("r\x00; DROP TABLE authority_leases", "B", 20, 1)},
-		{"acquire: invalid UTF-8", acquire("r\xff", "B", 20, 1)},
-		{"acquire: name too long", acquire(strings.Repeat("r", leases.MaxNameBytes+1), "B", 20, 1)},
-		{"renew: epoch 0", renew(with(func(l *leases.Lease) { l.Epoch = 0 }), 6, 1)},
-		{"renew: zero ttl", renew(held, 6, 0)},
-		{"renew: tick before the last change", renew(held, 4, 1)},
-		{"release: negative epoch", func() error { return auth.Release(ctx, with(func(l *leases.Lease) { l.Epoch = -1 }), 6) }},
-		{"release: tick before the last change", func() error { return auth.Release(ctx, held, 4) }},
-		{"write: epoch 0", write(fenced, "r", 0, "x")},
-		{"write: empty resource", write(fenced, "", 2, "x")},
-		{"write: value too long", write(fenced, "r", 2, strings.Repeat("x", leases.MaxValueBytes+1))},
-		{"write: unknown receiver mode", write(store.Receiver("half-fenced"), "r", 2, "x")},
-		{"unfenced write: epoch 0", write(store.Receiver(leases.Unfenced), "r", 0, "x")},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.call()
-			if !errors.Is(err, leases.ErrInvalidInput) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("got %v; want a one-line ErrInvalidInput", err)
-			}
-			if after := dumpTables(t, path); after != before {
-				t.Fatalf("the database changed:\n%s\nbecame\n%s", before, after)
-			}
-		})
-	}
-	if _, err := auth.Acquire(ctx, "r", "B", 4, 1); !errors.Is(err, leases.ErrTickBackwards) {
+	s := newBadInputStore(t)
+	s.refuseEach(t, badInputCalls(s), math.MaxInt)
+	if _, err := s.auth.Acquire(s.ctx, "r", "B", 4, 1); !errors.Is(err, leases.ErrTickBackwards) {
 		t.Errorf("a backwards tick should also match ErrTickBackwards: %v", err)
 	}
-	if _, err := leases.Open(ctx, ""); !errors.Is(err, leases.ErrInvalidInput) {
+	if _, err := leases.Open(s.ctx, ""); !errors.Is(err, leases.ErrInvalidInput) {
 		t.Errorf("open with an empty path: %v", err)
+	}
+}
+
+// badInputCalls are the contract's bad calls, one or more per argument of
+// the authority and the receiver.
+func badInputCalls(s *badInputStore) []badCall {
+	fenced := s.fenced
+	return []badCall{
+		{"acquire: empty resource", s.acquire("", "B", 20, 1)},
+		{"acquire: empty holder", s.acquire("r", "", 20, 1)},
+		{"acquire: zero ttl", s.acquire("r", "B", 20, 0)},
+		{"acquire: negative ttl", s.acquire("r", "B", 20, -1)},
+		{"acquire: negative tick", s.acquire("other", "B", -1, 1)},
+		{"acquire: tick before the last change", s.acquire("r", "B", 4, 1)},
+		{"acquire: expiry overflows", s.acquire("r", "B", 20, math.MaxInt64)},
+		{"acquire: NUL in a name", s.acquire("r\x00; DROP TABLE authority_leases", "B", 20, 1)},
+		{"acquire: invalid UTF-8", s.acquire("r\xff", "B", 20, 1)},
+		{"acquire: name too long", s.acquire(strings.Repeat("r", leases.MaxNameBytes+1), "B", 20, 1)},
+		{"renew: epoch 0", s.renew(s.heldWith(func(l *leases.Lease) { l.Epoch = 0 }), 6, 1)},
+		{"renew: zero ttl", s.renew(s.held, 6, 0)},
+		{"renew: tick before the last change", s.renew(s.held, 4, 1)},
+		{"release: negative epoch", s.release(s.heldWith(func(l *leases.Lease) { l.Epoch = -1 }), 6)},
+		{"release: tick before the last change", s.release(s.held, 4)},
+		{"write: epoch 0", s.write(fenced, "r", 0, "x")},
+		{"write: empty resource", s.write(fenced, "", 2, "x")},
+		{"write: value too long", s.write(fenced, "r", 2, strings.Repeat("x", leases.MaxValueBytes+1))},
+		{"write: unknown receiver mode", s.write(s.store.Receiver("half-fenced"), "r", 2, "x")},
+		{"unfenced write: epoch 0", s.write(s.unfenced, "r", 0, "x")},
 	}
 }
 
