@@ -69,16 +69,16 @@ func StartWorker(ctx context.Context, name, dbPath string, started func(pid int)
 		close(w.exited)
 	}()
 	if closeErr != nil {
-		w.kill()
+		w.Kill()
 		return nil, closeErr
 	}
 	hello, err := w.receive(ctx)
 	if err != nil {
-		w.kill()
+		w.Kill()
 		return nil, fmt.Errorf("start worker %s: %w", name, err)
 	}
 	if hello.PID != w.cmd.Process.Pid {
-		w.kill()
+		w.Kill()
 		return nil, fmt.Errorf("start worker %s: it says pid %d, the child is %d", name, hello.PID, w.cmd.Process.Pid)
 	}
 	w.pid = hello.PID
@@ -141,12 +141,12 @@ func (w *Worker) receive(ctx context.Context) (reply, error) {
 	}
 }
 
-// exit asks the worker to exit and waits, bounded by ctx, until it has.
-func (w *Worker) exit(ctx context.Context) error {
+// Exit asks the worker to exit and waits, bounded by ctx, until it has.
+func (w *Worker) Exit(ctx context.Context) error {
 	if _, err := w.call(ctx, request{Op: opExit}); err != nil {
 		return err
 	}
-	if err := w.closeInputAndWait(ctx); err != nil {
+	if err := w.Abandon(ctx); err != nil {
 		return err
 	}
 	if !w.cmd.ProcessState.Success() {
@@ -155,9 +155,10 @@ func (w *Worker) exit(ctx context.Context) error {
 	return nil
 }
 
-// closeInputAndWait closes the worker's input, which a worker takes as
-// the order to exit, and waits, bounded by ctx, until it has.
-func (w *Worker) closeInputAndWait(ctx context.Context) error {
+// Abandon closes the worker's input, as a controller that dies does (a
+// worker takes it as the order to exit), and waits, bounded by ctx, until
+// the worker has exited on its own.
+func (w *Worker) Abandon(ctx context.Context) error {
 	_ = w.stdin.Close()
 	select {
 	case <-ctx.Done():
@@ -168,8 +169,8 @@ func (w *Worker) closeInputAndWait(ctx context.Context) error {
 	return nil
 }
 
-// kill ends the worker at once, whatever it is doing, and reaps it.
-func (w *Worker) kill() {
+// Kill ends the worker at once, whatever it is doing, and reaps it.
+func (w *Worker) Kill() {
 	_ = w.stdin.Close()
 	_ = w.cmd.Process.Kill()
 	<-w.exited

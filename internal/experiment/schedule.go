@@ -154,7 +154,7 @@ func (r *scenarioRun) record(step Step) {
 // a failed run.
 func (r *scenarioRun) killRemaining() {
 	for _, w := range r.workers {
-		w.kill()
+		w.Kill()
 	}
 }
 

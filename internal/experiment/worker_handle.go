@@ -85,16 +85,6 @@ func (w *Worker) Release(ctx context.Context, held leases.Lease, tick int64) err
 // waits to be killed.
 var ErrPausedInsideTransaction = errors.New("paused inside a transaction")
 
-// Exit asks the worker to exit and waits, bounded by ctx, until it has.
-func (w *Worker) Exit(ctx context.Context) error { return w.exit(ctx) }
-
-// Abandon closes the worker's input, as a controller that dies does, and
-// waits, bounded by ctx, for the worker to exit on its own.
-func (w *Worker) Abandon(ctx context.Context) error { return w.closeInputAndWait(ctx) }
-
-// Kill ends the worker at once and reaps it.
-func (w *Worker) Kill() { w.kill() }
-
 // refusal carries an authority's refusal across the process boundary and
 // still matches leases.ErrLeaseHeld.
 type refusal string
