@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -305,11 +306,7 @@ func (l *loadRun) killAll() {
 
 // check verifies the invariants over the whole run.
 func (l *loadRun) check(ctx context.Context, store *leases.Store) error {
-	epochs := make([]int64, 0, len(l.leases))
-	for e := range l.leases {
-		epochs = append(epochs, e)
-	}
-	sort.Slice(epochs, func(i, j int) bool { return epochs[i] < epochs[j] })
+	epochs := slices.Sorted(maps.Keys(l.leases))
 	var problems []string
 	for i, e := range epochs {
 		if e != int64(i+1) {
