@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"leases"
+	"leases/sqlite"
 )
 
 // badInputStore is a store in a state worth protecting (A's live lease on
@@ -16,9 +17,9 @@ import (
 type badInputStore struct {
 	ctx              context.Context
 	path             string
-	auth             *leases.Authority
-	fenced, unfenced *leases.Receiver
-	store            *leases.Store
+	auth             leases.Authority
+	fenced, unfenced leases.Receiver
+	store            *sqlite.Store
 	held             leases.Lease
 	rows             string // every row, before any bad call
 }
@@ -52,11 +53,11 @@ func (s *badInputStore) release(l leases.Lease, now int64) func() error {
 	return func() error { return s.auth.Release(s.ctx, l, now) }
 }
 
-func (s *badInputStore) write(r *leases.Receiver, resource string, epoch int64, value string) func() error {
+func (s *badInputStore) write(r leases.Receiver, resource string, epoch int64, value string) func() error {
 	return func() error { _, err := r.Write(s.ctx, resource, epoch, value); return err }
 }
 
-func (s *badInputStore) observe(r *leases.Receiver, resource string, epoch int64) func() error {
+func (s *badInputStore) observe(r leases.Receiver, resource string, epoch int64) func() error {
 	return func() error { _, err := r.Observe(s.ctx, resource, epoch); return err }
 }
 

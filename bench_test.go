@@ -17,6 +17,7 @@ import (
 
 	"leases"
 	"leases/internal/experiment"
+	"leases/sqlite"
 )
 
 func BenchmarkOperations(b *testing.B) {
@@ -110,13 +111,13 @@ func benchmarkOperations(b *testing.B, inMemory bool) {
 	}
 }
 
-func benchStore(b *testing.B, inMemory bool) *leases.Store {
+func benchStore(b *testing.B, inMemory bool) *sqlite.Store {
 	b.Helper()
 	path := ":memory:"
 	if !inMemory {
 		path = filepath.Join(b.TempDir(), "bench.db")
 	}
-	store, err := leases.Open(context.Background(), path)
+	store, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		b.Fatal(err)
 	}

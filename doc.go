@@ -1,6 +1,6 @@
-// Package leases is a small lease authority and a fenced receiver, built to
-// show where leases and fencing tokens protect a shared resource from a paused
-// old lease holder, and where they do not.
+// Package leases defines a lease authority and a fenced receiver, built to
+// show where leases and fencing tokens protect a shared resource from a
+// paused old lease holder, and where they do not.
 //
 // An [Authority] grants time-limited leases on named resources. Every grant
 // carries an epoch (a fencing token) that is strictly greater than every
@@ -13,12 +13,11 @@
 // remembers the highest epoch it has committed per resource and rejects a
 // write that carries a lower one; in [Unfenced] mode it stores whatever comes
 // last, the baseline that shows what leases alone do not prevent. The
-// receiver never reads the authority's tables: it learns about a newer
+// receiver never reads the authority's records: it learns about a newer
 // holder only when that holder's epoch reaches it. Until then a stale
 // holder's write is accepted; that gap is part of the contract, not a bug.
 //
-// Both live in one SQLite file opened with [Open], but every operation is a
-// transaction of its own (BEGIN IMMEDIATE, so contending processes wait on
-// the busy timeout instead of failing), and no transaction spans the
-// authority's and the receiver's tables.
+// This package holds the types and the contract; backends implement it.
+// Package leases/sqlite keeps both in one SQLite file, every operation a
+// transaction of its own.
 package leases

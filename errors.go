@@ -2,6 +2,15 @@ package leases
 
 import "errors"
 
+// Limits on what an authority or a receiver stores, so that hostile input
+// is refused with ErrInvalidInput instead of bloating or confusing a store.
+const (
+	// MaxNameBytes bounds resource and holder names.
+	MaxNameBytes = 256
+	// MaxValueBytes bounds a receiver value.
+	MaxValueBytes = 64 << 10
+)
+
 // Sentinel errors. Check them with errors.Is; the wrapped message adds the
 // details (which resource, which holder, which tick).
 var (

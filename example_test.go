@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"leases"
+	"leases/sqlite"
 )
 
 // A paused holder comes back after its lease expired and another holder
@@ -77,12 +78,12 @@ func ExampleReceiver_Write() {
 
 // openExampleStore opens a store in a fresh temporary directory; done
 // closes it and removes the directory.
-func openExampleStore(ctx context.Context) (store *leases.Store, done func()) {
+func openExampleStore(ctx context.Context) (store *sqlite.Store, done func()) {
 	dir, err := os.MkdirTemp("", "leases-example-")
 	if err != nil {
 		panic(err)
 	}
-	store, err = leases.Open(ctx, filepath.Join(dir, "leases.db"))
+	store, err = sqlite.Open(ctx, filepath.Join(dir, "leases.db"))
 	if err != nil {
 		panic(err)
 	}

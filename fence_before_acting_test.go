@@ -14,18 +14,18 @@ import (
 func TestObserveOutcomes(t *testing.T) {
 	cases := []struct {
 		name       string
-		setup      func(*testing.T, *leases.Receiver)
+		setup      func(*testing.T, leases.Receiver)
 		epoch      int64
 		want       leases.Outcome
 		wantRecord leases.Record
 	}{
-		{"on an empty receiver", func(*testing.T, *leases.Receiver) {}, 1, leases.Accepted,
+		{"on an empty receiver", func(*testing.T, leases.Receiver) {}, 1, leases.Accepted,
 			leases.Record{Epoch: 1}},
-		{"above the stored epoch keeps the value", func(t *testing.T, r *leases.Receiver) { mustWrite(t, r, "r", 1, "v1") },
+		{"above the stored epoch keeps the value", func(t *testing.T, r leases.Receiver) { mustWrite(t, r, "r", 1, "v1") },
 			2, leases.Accepted, leases.Record{Epoch: 2, ValueEpoch: 1, Value: "v1"}},
-		{"at the stored epoch", func(t *testing.T, r *leases.Receiver) { mustWrite(t, r, "r", 2, "v2") },
+		{"at the stored epoch", func(t *testing.T, r leases.Receiver) { mustWrite(t, r, "r", 2, "v2") },
 			2, leases.Replay, written(2, "v2")},
-		{"below the stored epoch", func(t *testing.T, r *leases.Receiver) { mustWrite(t, r, "r", 2, "v2") },
+		{"below the stored epoch", func(t *testing.T, r leases.Receiver) { mustWrite(t, r, "r", 2, "v2") },
 			1, leases.Stale, written(2, "v2")},
 	}
 	for _, tc := range cases {

@@ -14,8 +14,9 @@ import (
 
 	"leases"
 	"leases/internal/experiment"
+	"leases/sqlite"
 
-	"modernc.org/sqlite"
+	sqlitedriver "modernc.org/sqlite"
 )
 
 // testTimeout bounds anything a test waits for; it only catches a hang.
@@ -33,9 +34,9 @@ func tempDBPath(t *testing.T) string {
 	return filepath.Join(t.TempDir(), "leases.db")
 }
 
-func openStore(t *testing.T, path string) *leases.Store {
+func openStore(t *testing.T, path string) *sqlite.Store {
 	t.Helper()
-	store, err := leases.Open(context.Background(), path)
+	store, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}
@@ -43,12 +44,12 @@ func openStore(t *testing.T, path string) *leases.Store {
 	return store
 }
 
-func newStore(t *testing.T) *leases.Store {
+func newStore(t *testing.T) *sqlite.Store {
 	t.Helper()
 	return openStore(t, tempDBPath(t))
 }
 
-func mustAcquire(t *testing.T, a *leases.Authority, resource, holder string, now, ttl int64) leases.Lease {
+func mustAcquire(t *testing.T, a leases.Authority, resource, holder string, now, ttl int64) leases.Lease {
 	t.Helper()
 	lease, err := a.Acquire(context.Background(), resource, holder, now, ttl)
 	if err != nil {
@@ -57,7 +58,7 @@ func mustAcquire(t *testing.T, a *leases.Authority, resource, holder string, now
 	return lease
 }
 
-func mustWrite(t *testing.T, r *leases.Receiver, resource string, epoch int64, value string) leases.WriteResult {
+func mustWrite(t *testing.T, r leases.Receiver, resource string, epoch int64, value string) leases.WriteResult {
 	t.Helper()
 	result, err := r.Write(context.Background(), resource, epoch, value)
 	if err != nil {
@@ -110,7 +111,7 @@ func dumpTables(t *testing.T, path string) string {
 
 // isBusy reports whether err is SQLite's "database is locked".
 func isBusy(err error) bool {
-	var sqliteErr *sqlite.Error
+	var sqliteErr *sqlitedriver.Error
 	return errors.As(err, &sqliteErr) && sqliteErr.Code()&0xff == 5 // SQLITE_BUSY
 }
 

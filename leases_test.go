@@ -19,6 +19,8 @@ import (
 
 	"leases"
 	"leases/internal/experiment"
+	"leases/internal/sqlitestore"
+	"leases/sqlite"
 )
 
 // C1: epochs strictly increase per resource, and resources do not share a
@@ -208,12 +210,13 @@ func holdInsideTransaction(t *testing.T, operation string, op func() error) (res
 	t.Helper()
 	inside, proceed, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	var paused atomic.Bool
-	t.Cleanup(leases.SetHookInsideTransaction(func(got string) {
+	sqlitestore.HookInsideTransaction = func(got string) {
 		if got == operation && paused.CompareAndSwap(false, true) {
 			close(inside)
 			<-proceed
 		}
-	}))
+	}
+	t.Cleanup(func() { sqlitestore.HookInsideTransaction = nil })
 	go func() { done <- op() }()
 	select {
 	case <-inside:
@@ -235,7 +238,7 @@ func TestAcquireIsOneImmediateTransaction(t *testing.T) {
 	ctx := context.Background()
 	path := tempDBPath(t)
 	first := openStore(t, path).Authority()
-	other, err := leases.OpenWithBusyTimeout(ctx, path, 0) // fail at once instead of waiting
+	other, err := sqlite.Options{BusyTimeout: -1}.Open(ctx, path) // fail at once instead of waiting
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +269,7 @@ func TestReceiverComparesAndWritesInOneTransaction(t *testing.T) {
 	path := tempDBPath(t)
 	first := openStore(t, path).Receiver(leases.Fenced)
 	mustWrite(t, first, "r", 1, "v1")
-	otherStore, err := leases.OpenWithBusyTimeout(ctx, path, 0)
+	otherStore, err := sqlite.Options{BusyTimeout: -1}.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +489,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	if _, err := s.auth.Acquire(s.ctx, "r", "B", 4, 1); !errors.Is(err, leases.ErrTickBackwards) {
 		t.Errorf("a backwards tick should also match ErrTickBackwards: %v", err)
 	}
-	if _, err := leases.Open(s.ctx, ""); !errors.Is(err, leases.ErrInvalidInput) {
+	if _, err := sqlite.Open(s.ctx, ""); !errors.Is(err, leases.ErrInvalidInput) {
 		t.Errorf("open with an empty path: %v", err)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"os"
 	"testing"
 
-	"leases"
 	"leases/internal/experiment"
+	"leases/internal/sqlitestore"
 )
 
 // Test-only roles of this binary, chosen by environment variables. The
@@ -31,13 +31,13 @@ const (
 // re-executes this binary, and a worker must never reach the test runner.
 func TestMain(m *testing.M) {
 	if point := os.Getenv(pauseEnv); point != "" {
-		leases.SetHookInsideTransaction(func(got string) {
+		sqlitestore.HookInsideTransaction = func(got string) {
 			if got == point {
 				fmt.Printf("{\"paused\":%q}\n", point)
 				_, _ = io.Copy(io.Discard, os.Stdin)
 				os.Exit(3) // never reach COMMIT
 			}
-		})
+		}
 	}
 	// The worker role first: workers inherit the controller's environment,
 	// and must not become controllers in turn.

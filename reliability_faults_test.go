@@ -20,6 +20,7 @@ import (
 
 	"leases"
 	"leases/internal/experiment"
+	"leases/sqlite"
 )
 
 // A worker killed with SIGKILL while it holds BEGIN IMMEDIATE, its write
@@ -65,7 +66,7 @@ func TestKilledInsideATransaction(t *testing.T) {
 			if err := tc.act(next); err != nil {
 				t.Fatalf("the next process: %v", err)
 			}
-			if waited := time.Since(start); waited >= leases.DefaultBusyTimeout {
+			if waited := time.Since(start); waited >= sqlite.DefaultBusyTimeout {
 				t.Fatalf("the next process waited %v, the whole busy timeout", waited)
 			}
 			if check, err := store.IntegrityCheck(ctx); err != nil || check != "ok" {

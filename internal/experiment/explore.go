@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"leases"
+	"leases/internal/sqlitestore"
 )
 
 // Exploration is the results.json section that covers every schedule of
@@ -127,7 +128,7 @@ func exploreProtocol(ctx context.Context, bounds Bounds, p Protocol, faulty func
 // tally reused, while every schedule is still counted.
 type explorer struct {
 	model
-	store    *leases.Store
+	store    *sqlitestore.Store
 	memo     map[stateKey]*tally
 	stepsRun int
 	restores int
@@ -143,7 +144,7 @@ type stateKey struct {
 }
 
 func newExplorer(ctx context.Context, bounds Bounds, p Protocol, faulty func(acquirer) acquirer) (*explorer, func(), error) {
-	store, err := leases.Open(ctx, ":memory:")
+	store, err := sqlitestore.Open(ctx, ":memory:", sqlitestore.DefaultBusyTimeout)
 	if err != nil {
 		return nil, nil, err
 	}

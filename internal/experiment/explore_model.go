@@ -112,7 +112,7 @@ type model struct {
 	bounds    Bounds
 	protocol  Protocol
 	authority acquirer
-	receiver  *leases.Receiver
+	receiver  leases.Receiver
 }
 
 // acquirer is the part of the authority the model uses; tests substitute a

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"leases"
+	"leases/sqlite"
 )
 
 // LoadOptions size a load run; zero values take the defaults.
@@ -76,7 +77,7 @@ func RunLoad(ctx context.Context, opts LoadOptions) (LoadReport, error) {
 	}
 	defer os.RemoveAll(dir)
 	dbPath := filepath.Join(dir, "load.db")
-	store, err := leases.Open(ctx, dbPath)
+	store, err := sqlite.Open(ctx, dbPath)
 	if err != nil {
 		return LoadReport{}, err
 	}
@@ -305,7 +306,7 @@ func (l *loadRun) killAll() {
 }
 
 // check verifies the invariants over the whole run.
-func (l *loadRun) check(ctx context.Context, store *leases.Store) error {
+func (l *loadRun) check(ctx context.Context, store *sqlite.Store) error {
 	epochs := slices.Sorted(maps.Keys(l.leases))
 	var problems []string
 	for i, e := range epochs {

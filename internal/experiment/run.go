@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"leases"
+	"leases/sqlite"
 )
 
 // DefaultTimeout bounds a whole run. It only catches a hung run (a worker
@@ -117,7 +118,7 @@ func runScenario(ctx context.Context, def scenarioDef, opts Options) (sc Scenari
 	dbPath := filepath.Join(dir, "shared.db")
 	// The controller creates the database and keeps its own connection
 	// only to read the receiver's record after each step.
-	store, err := leases.Open(ctx, dbPath)
+	store, err := sqlite.Open(ctx, dbPath)
 	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario %s: %w", def.name, err)
 	}

@@ -16,7 +16,7 @@ type scenarioRun struct {
 	def      scenarioDef
 	opts     Options
 	dbPath   string
-	observer *leases.Receiver
+	observer leases.Receiver
 	workers  []*Worker
 	leaseOf  map[string]leases.Lease // latest lease granted to each worker
 	clock    int64

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"leases"
+	"leases/sqlite"
 )
 
 // echoEnv makes the binary a bare worker: it announces itself and exits
@@ -33,7 +34,7 @@ func runEchoIfRequested() {
 // table: the floor that the library's operations are measured against.
 func OpenBareDB(path string) (*sql.DB, error) {
 	db, err := sql.Open("sqlite", fmt.Sprintf("%s?_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)",
-		path, leases.DefaultBusyTimeout.Milliseconds()))
+		path, sqlite.DefaultBusyTimeout.Milliseconds()))
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"leases"
+	"leases/sqlite"
 )
 
 // RunWorkerIfRequested turns this process into a worker and exits, when the
@@ -30,7 +31,7 @@ func RunWorkerIfRequested() {
 // when its input ends: a controller that is gone leaves no worker behind.
 func serveWorker(ctx context.Context, dbPath string, in io.Reader, out io.Writer) int {
 	enc := json.NewEncoder(out)
-	store, err := leases.Open(ctx, dbPath)
+	store, err := sqlite.Open(ctx, dbPath)
 	if err != nil {
 		_ = enc.Encode(reply{Error: err.Error()})
 		return 1
@@ -58,7 +59,7 @@ func serveWorker(ctx context.Context, dbPath string, in io.Reader, out io.Writer
 	return 0
 }
 
-func perform(ctx context.Context, store *leases.Store, req request) reply {
+func perform(ctx context.Context, store *sqlite.Store, req request) reply {
 	switch req.Op {
 	case opAcquire:
 		lease, err := store.Authority().Acquire(ctx, req.Resource, req.Holder, req.Tick, req.TTL)

@@ -1,4 +1,10 @@
-package leases
+// Package sqlitestore is the SQLite backend's implementation: the
+// authority's and the receivers' tables in one file, every operation a
+// BEGIN IMMEDIATE transaction of its own on the store's one connection.
+// Package leases/sqlite is its public face; this package also gives the
+// schedule explorer and the tests what users must not have (snapshots of
+// the rows, a pause inside a transaction).
+package sqlitestore
 
 import (
 	"context"
@@ -10,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"leases"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -35,19 +43,16 @@ type Store struct {
 
 // Open opens (creating if needed) the SQLite file at path in WAL mode with
 // the default synchronous setting, and creates the authority's and the
-// receiver's tables, each in a transaction of its own.
-func Open(ctx context.Context, path string) (*Store, error) {
-	return open(ctx, path, DefaultBusyTimeout)
-}
-
-func open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, error) {
+// receiver's tables, each in a transaction of its own. A contending
+// transaction waits up to busyTimeout for another process's lock.
+func Open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, error) {
 	if path == "" {
-		return nil, fmt.Errorf("%w: database path is empty", ErrInvalidInput)
+		return nil, fmt.Errorf("%w: database path is empty", leases.ErrInvalidInput)
 	}
 	// The driver splits the DSN at the first '?', so such a path would be
 	// read as options; refuse it rather than open some other file.
 	if strings.ContainsAny(path, "?\x00") {
-		return nil, fmt.Errorf("%w: database path %q contains '?' or NUL", ErrInvalidInput, path)
+		return nil, fmt.Errorf("%w: database path %q contains '?' or NUL", leases.ErrInvalidInput, path)
 	}
 	if err := checkWritable(path); err != nil {
 		return nil, err
@@ -115,7 +120,7 @@ func (s *Store) Authority() *Authority {
 }
 
 // Receiver returns a receiver backed by this store, fenced or not.
-func (s *Store) Receiver(mode Mode) *Receiver {
+func (s *Store) Receiver(mode leases.Mode) *Receiver {
 	return &Receiver{store: s, mode: mode}
 }
 
@@ -161,10 +166,10 @@ func (s *Store) checkFile() error {
 	}
 	now, err := os.Stat(s.path)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrDatabaseMoved, s.path, err)
+		return fmt.Errorf("%w: %s: %w", leases.ErrDatabaseMoved, s.path, err)
 	}
 	if !os.SameFile(now, s.file) {
-		return fmt.Errorf("%w: %s is another file now", ErrDatabaseMoved, s.path)
+		return fmt.Errorf("%w: %s is another file now", leases.ErrDatabaseMoved, s.path)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package leases
+package sqlitestore
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"leases"
 )
 
 // Snapshot returns every row of the authority's and the receiver's tables,
@@ -60,7 +62,7 @@ func scanAll(ctx context.Context, query *sql.Stmt, row func(scan func(...any) er
 func (s *Store) Restore(ctx context.Context, snapshot []byte) error {
 	var rows snapshotRows
 	if err := json.Unmarshal(snapshot, &rows); err != nil {
-		return fmt.Errorf("%w: restore: not a snapshot: %w", ErrInvalidInput, err)
+		return fmt.Errorf("%w: restore: not a snapshot: %w", leases.ErrInvalidInput, err)
 	}
 	err := errors.Join(
 		s.inTransaction(ctx, func(tx *sql.Tx) error {

@@ -1,4 +1,4 @@
-package leases
+package sqlitestore
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 const (
 	sqlReadLease = `SELECT epoch, holder, granted_at, expires_at, last_tick
 		FROM authority_leases WHERE resource = ?`
-	sqlGrantLease = `INSERT INTO authority_leases
+	// Grant, renew and release all store the whole row that package rules
+	// decided on.
+	sqlPutLease = `INSERT INTO authority_leases
 		(resource, epoch, holder, granted_at, expires_at, last_tick) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, holder = excluded.holder,
 		granted_at = excluded.granted_at, expires_at = excluded.expires_at, last_tick = excluded.last_tick`
-	sqlRenewLease   = `UPDATE authority_leases SET expires_at = ?, last_tick = ? WHERE resource = ?`
-	sqlReleaseLease = `UPDATE authority_leases SET holder = NULL, expires_at = ?, last_tick = ? WHERE resource = ?`
 
 	sqlReadRecord  = `SELECT epoch, value_epoch, value FROM receiver_records WHERE resource = ?`
 	sqlWriteRecord = `INSERT INTO receiver_records (resource, epoch, value_epoch, value) VALUES (?, ?, ?, ?)
@@ -43,7 +43,7 @@ type prepared struct {
 func prepare(ctx context.Context, db *sql.DB) (*prepared, error) {
 	p := &prepared{byText: map[string]*sql.Stmt{}}
 	for _, text := range []string{
-		sqlReadLease, sqlGrantLease, sqlRenewLease, sqlReleaseLease,
+		sqlReadLease, sqlPutLease,
 		sqlReadRecord, sqlWriteRecord, sqlObserveRecord,
 		sqlAllLeases, sqlAllRecords, sqlDeleteLeases, sqlDeleteRecords, sqlInsertLease, sqlInsertRecord,
 	} {

@@ -1,0 +1,141 @@
+// Package rules is the contract's decisions, written once for every
+// backend: which arguments are valid, when a lease is granted, renewed or
+// released and with which epoch, and what a receiver does with a write.
+// A backend reads the stored state, asks these functions what to do, and
+// writes the answer in the same transaction; it decides nothing itself.
+package rules
+
+import (
+	"fmt"
+
+	"leases"
+)
+
+// LeaseRow is the stored state of one resource at the authority: live,
+// expired or released.
+type LeaseRow struct {
+	// Epoch is the last epoch granted for the resource; never reused.
+	Epoch int64 `json:"epoch"`
+	// Holder is empty once the lease is released (Held is then false).
+	Holder string `json:"holder"`
+	Held   bool   `json:"held"`
+	// GrantedAt and ExpiresAt are the current tenure's grant and expiry
+	// ticks.
+	GrantedAt int64 `json:"granted_at"`
+	ExpiresAt int64 `json:"expires_at"`
+	// LastTick is the last tick that changed the row: later operations
+	// may not come with an earlier one.
+	LastTick int64 `json:"last_tick"`
+}
+
+// LiveAt reports whether the row holds a live lease at tick now.
+func (r LeaseRow) LiveAt(now int64) bool { return r.Held && now < r.ExpiresAt }
+
+// Lease is the row's tenure as a lease on resource.
+func (r LeaseRow) Lease(resource string) leases.Lease {
+	return leases.Lease{Resource: resource, Holder: r.Holder, Epoch: r.Epoch, GrantedAt: r.GrantedAt, ExpiresAt: r.ExpiresAt}
+}
+
+// Acquire decides an acquire of resource by holder at tick now for ttl
+// ticks, given the stored row (found is false when the resource was never
+// leased): the row to store and the lease granted, or a refusal.
+func Acquire(row LeaseRow, found bool, resource, holder string, now, ttl int64) (LeaseRow, leases.Lease, error) {
+	next := int64(1)
+	if found {
+		if err := checkNotBackwards(resource, row, now); err != nil {
+			return LeaseRow{}, leases.Lease{}, err
+		}
+		if row.LiveAt(now) {
+			return LeaseRow{}, leases.Lease{}, fmt.Errorf("%w: resource %q is held by %q until tick %d",
+				leases.ErrLeaseHeld, resource, row.Holder, row.ExpiresAt)
+		}
+		next = row.Epoch + 1
+	}
+	granted := LeaseRow{Epoch: next, Holder: holder, Held: true, GrantedAt: now, ExpiresAt: now + ttl, LastTick: now}
+	return granted, granted.Lease(resource), nil
+}
+
+// Renew decides a renewal of held at tick now for ttl ticks.
+func Renew(row LeaseRow, found bool, held leases.Lease, now, ttl int64) (LeaseRow, leases.Lease, error) {
+	if err := checkHolds(row, found, held, now); err != nil {
+		return LeaseRow{}, leases.Lease{}, err
+	}
+	row.ExpiresAt, row.LastTick = now+ttl, now
+	return row, row.Lease(held.Resource), nil
+}
+
+// Release decides a release of held at tick now.
+func Release(row LeaseRow, found bool, held leases.Lease, now int64) (LeaseRow, error) {
+	if err := checkHolds(row, found, held, now); err != nil {
+		return LeaseRow{}, err
+	}
+	row.Holder, row.Held, row.ExpiresAt, row.LastTick = "", false, now, now
+	return row, nil
+}
+
+// checkHolds refuses unless held is still the resource's live lease at
+// tick now.
+func checkHolds(row LeaseRow, found bool, held leases.Lease, now int64) error {
+	if !found {
+		return fmt.Errorf("%w: resource %q was never leased", leases.ErrNotHolder, held.Resource)
+	}
+	if err := checkNotBackwards(held.Resource, row, now); err != nil {
+		return err
+	}
+	if row.Epoch != held.Epoch || !row.Held || row.Holder != held.Holder {
+		return fmt.Errorf("%w: resource %q is at epoch %d, not %q's epoch %d",
+			leases.ErrNotHolder, held.Resource, row.Epoch, held.Holder, held.Epoch)
+	}
+	if !row.LiveAt(now) {
+		return fmt.Errorf("%w: epoch %d of %q expired at tick %d", leases.ErrLeaseExpired, row.Epoch, held.Resource, row.ExpiresAt)
+	}
+	return nil
+}
+
+func checkNotBackwards(resource string, row LeaseRow, now int64) error {
+	if now < row.LastTick {
+		return fmt.Errorf("%w: %w: tick %d is before tick %d, the last change to %q",
+			leases.ErrInvalidInput, leases.ErrTickBackwards, now, row.LastTick, resource)
+	}
+	return nil
+}
+
+// Write decides what a receiver in mode does with a write of value at
+// epoch, given the stored record (found is false while there is none).
+func Write(mode leases.Mode, stored leases.Record, found bool, epoch int64, value string) leases.WriteResult {
+	outcome := writeOutcome(mode, stored, found, epoch, value)
+	if outcome != leases.Accepted {
+		return leases.WriteResult{Outcome: outcome, Record: stored}
+	}
+	return leases.WriteResult{Outcome: outcome, Record: leases.Record{Epoch: epoch, ValueEpoch: epoch, Value: value}}
+}
+
+func writeOutcome(mode leases.Mode, stored leases.Record, found bool, epoch int64, value string) leases.Outcome {
+	switch {
+	case mode == leases.Unfenced, !found, epoch > stored.Epoch:
+		return leases.Accepted
+	case epoch < stored.Epoch:
+		return leases.Stale
+	case stored.ValueEpoch < stored.Epoch:
+		// The epoch was observed ahead of its holder's first write.
+		return leases.Accepted
+	case value == stored.Value:
+		return leases.Replay
+	default:
+		return leases.Conflict
+	}
+}
+
+// Observe decides what a fenced receiver does with an observe of epoch:
+// the fence rises (Accepted), is already there (Replay), or is above it
+// (Stale).
+func Observe(stored leases.Record, found bool, epoch int64) leases.WriteResult {
+	switch {
+	case found && epoch < stored.Epoch:
+		return leases.WriteResult{Outcome: leases.Stale, Record: stored}
+	case found && epoch == stored.Epoch:
+		return leases.WriteResult{Outcome: leases.Replay, Record: stored}
+	}
+	stored.Epoch = epoch
+	return leases.WriteResult{Outcome: leases.Accepted, Record: stored}
+}

@@ -1,0 +1,105 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"leases"
+)
+
+func checkText(kind, s string, maxBytes int, allowEmpty bool) error {
+	switch {
+	case s == "" && !allowEmpty:
+		return fmt.Errorf("%w: %s is empty", leases.ErrInvalidInput, kind)
+	case len(s) > maxBytes:
+		return fmt.Errorf("%w: %s is %d bytes, more than %d", leases.ErrInvalidInput, kind, len(s), maxBytes)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%w: %s is not valid UTF-8", leases.ErrInvalidInput, kind)
+	case strings.ContainsRune(s, 0):
+		// SQLite's text functions stop at NUL; refuse rather than store a
+		// name that compares differently from how it prints.
+		return fmt.Errorf("%w: %s contains a NUL byte", leases.ErrInvalidInput, kind)
+	}
+	return nil
+}
+
+// CheckName refuses an empty, over-long, NUL-carrying or non-UTF-8 name.
+func CheckName(kind, s string) error { return checkText(kind, s, leases.MaxNameBytes, false) }
+
+// CheckValue refuses an over-long, NUL-carrying or non-UTF-8 value; an
+// empty value is fine.
+func CheckValue(value string) error { return checkText("value", value, leases.MaxValueBytes, true) }
+
+// CheckTick refuses a negative tick.
+func CheckTick(now int64) error {
+	if now < 0 {
+		return fmt.Errorf("%w: tick %d is negative", leases.ErrInvalidInput, now)
+	}
+	return nil
+}
+
+// CheckTTL refuses a time-to-live below 1 tick, or one whose expiry tick
+// would overflow.
+func CheckTTL(now, ttl int64) error {
+	if ttl < 1 {
+		return fmt.Errorf("%w: time-to-live %d is below 1 tick", leases.ErrInvalidInput, ttl)
+	}
+	if ttl > math.MaxInt64-now {
+		return fmt.Errorf("%w: tick %d plus time-to-live %d overflows", leases.ErrInvalidInput, now, ttl)
+	}
+	return nil
+}
+
+// CheckEpoch refuses an epoch below 1.
+func CheckEpoch(epoch int64) error {
+	if epoch < 1 {
+		return fmt.Errorf("%w: epoch %d is below 1", leases.ErrInvalidInput, epoch)
+	}
+	return nil
+}
+
+// CheckMode refuses a receiver mode that is neither fenced nor unfenced.
+func CheckMode(mode leases.Mode) error {
+	if mode != leases.Fenced && mode != leases.Unfenced {
+		return fmt.Errorf("%w: receiver mode %q is neither %q nor %q", leases.ErrInvalidInput, mode, leases.Fenced, leases.Unfenced)
+	}
+	return nil
+}
+
+// CheckAcquire checks an acquire's arguments.
+func CheckAcquire(resource, holder string, now, ttl int64) error {
+	return First(CheckName("resource", resource), CheckName("holder", holder), CheckTick(now), CheckTTL(now, ttl))
+}
+
+// CheckHeld checks the lease a renew or release names, and its tick.
+func CheckHeld(held leases.Lease, now int64) error {
+	return First(CheckName("resource", held.Resource), CheckName("holder", held.Holder),
+		CheckEpoch(held.Epoch), CheckTick(now))
+}
+
+// CheckWrite checks a receiver write's arguments.
+func CheckWrite(mode leases.Mode, resource string, epoch int64, value string) error {
+	return First(CheckMode(mode), CheckName("resource", resource), CheckEpoch(epoch), CheckValue(value))
+}
+
+// CheckObserve checks an observe's arguments: only a fenced receiver has
+// a fence to raise.
+func CheckObserve(mode leases.Mode, resource string, epoch int64) error {
+	if mode != leases.Fenced {
+		return fmt.Errorf("%w: observe needs a %s receiver, not %q", leases.ErrInvalidInput, leases.Fenced, mode)
+	}
+	return First(CheckName("resource", resource), CheckEpoch(epoch))
+}
+
+// First returns the first non-nil error, so that a message stays one
+// line even when several arguments are wrong.
+func First(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"leases"
+	"leases/internal/rules"
+)
+
+const receiverSchema = `CREATE TABLE IF NOT EXISTS receiver_records (
+	resource    TEXT PRIMARY KEY,
+	epoch       INTEGER NOT NULL CHECK (epoch >= 1), -- fenced: highest epoch committed, by a write or an observe
+	value_epoch INTEGER CHECK (value_epoch >= 1),    -- the epoch the value came with; NULL before any value
+	value       TEXT,
+	CHECK ((value IS NULL) = (value_epoch IS NULL) AND value_epoch <= epoch)
+) STRICT`
+
+// Receiver is a receiver on one store's receiver_records table. It never
+// reads the authority's table.
+type Receiver struct {
+	store *Store
+	mode  leases.Mode
+}
+
+var _ leases.Receiver = (*Receiver)(nil)
+
+// Mode implements [leases.Receiver.Mode].
+func (r *Receiver) Mode() leases.Mode { return r.mode }
+
+// Write implements [leases.Receiver.Write].
+func (r *Receiver) Write(ctx context.Context, resource string, epoch int64, value string) (leases.WriteResult, error) {
+	if err := rules.CheckWrite(r.mode, resource, epoch, value); err != nil {
+		return leases.WriteResult{}, err
+	}
+	var result leases.WriteResult
+	err := r.store.inTransaction(ctx, func(tx *sql.Tx) error {
+		var stored leases.Record
+		found := false
+		if r.mode == leases.Fenced { // an unfenced receiver has nothing to compare
+			var err error
+			if stored, found, err = r.read(ctx, tx, resource); err != nil {
+				return err
+			}
+		}
+		result = rules.Write(r.mode, stored, found, epoch, value)
+		pauseInsideTransaction("write")
+		if result.Outcome != leases.Accepted {
+			return nil
+		}
+		if err := r.store.sql.exec(ctx, tx, sqlWriteRecord, resource, epoch, epoch, value); err != nil {
+			return err
+		}
+		pauseInsideTransaction("write-written")
+		return nil
+	})
+	if err != nil {
+		return leases.WriteResult{}, fmt.Errorf("write %q at epoch %d: %w", resource, epoch, err)
+	}
+	return result, nil
+}
+
+// Observe implements [leases.Receiver.Observe].
+func (r *Receiver) Observe(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
+	if err := rules.CheckObserve(r.mode, resource, epoch); err != nil {
+		return leases.WriteResult{}, err
+	}
+	var result leases.WriteResult
+	err := r.store.inTransaction(ctx, func(tx *sql.Tx) error {
+		stored, found, err := r.read(ctx, tx, resource)
+		if err != nil {
+			return err
+		}
+		result = rules.Observe(stored, found, epoch)
+		pauseInsideTransaction("observe")
+		if result.Outcome != leases.Accepted {
+			return nil
+		}
+		return r.store.sql.exec(ctx, tx, sqlObserveRecord, resource, epoch)
+	})
+	if err != nil {
+		return leases.WriteResult{}, fmt.Errorf("observe %q at epoch %d: %w", resource, epoch, err)
+	}
+	return result, nil
+}
+
+// Read implements [leases.Receiver.Read].
+func (r *Receiver) Read(ctx context.Context, resource string) (record leases.Record, found bool, err error) {
+	if err := rules.CheckName("resource", resource); err != nil {
+		return leases.Record{}, false, err
+	}
+	err = r.store.inTransaction(ctx, func(tx *sql.Tx) error {
+		record, found, err = r.read(ctx, tx, resource)
+		return err
+	})
+	if err != nil {
+		return leases.Record{}, false, fmt.Errorf("read %q: %w", resource, err)
+	}
+	return record, found, nil
+}
+
+// read returns the resource's record; found is false only when there is
+// no record, never when the read failed.
+func (r *Receiver) read(ctx context.Context, tx *sql.Tx, resource string) (leases.Record, bool, error) {
+	var rec leases.Record
+	var valueEpoch sql.NullInt64
+	var value sql.NullString
+	err := r.store.sql.queryRow(ctx, tx, sqlReadRecord, resource).Scan(&rec.Epoch, &valueEpoch, &value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return leases.Record{}, false, nil
+	}
+	if err != nil {
+		return leases.Record{}, false, fmt.Errorf("read record: %w", err)
+	}
+	rec.ValueEpoch, rec.Value = valueEpoch.Int64, value.String
+	return rec, true, nil
+}

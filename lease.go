@@ -1,0 +1,45 @@
+package leases
+
+import "context"
+
+// Lease is one tenure of a resource: who holds it, with which epoch (the
+// fencing token to send along with every write), and until which tick.
+type Lease struct {
+	Resource string `json:"resource"`
+	Holder   string `json:"holder"`
+	// Epoch is strictly greater than every epoch granted before for the
+	// same resource.
+	Epoch int64 `json:"epoch"`
+	// GrantedAt is the tick of the acquire.
+	GrantedAt int64 `json:"granted_at"`
+	// ExpiresAt is the first tick at which the lease is no longer live and
+	// another holder may acquire the resource.
+	ExpiresAt int64 `json:"expires_at"`
+}
+
+// Authority is the single trusted issuer of leases and epochs. Every
+// method is one transaction of its backend: it either commits its whole
+// change or changes nothing.
+//
+// Ticks are supplied by the caller. A lease granted at tick t for d ticks
+// is live at ticks t .. t+d-1 and expired from tick t+d on. A tick earlier
+// than the last change the authority made to a resource is refused with
+// [ErrTickBackwards].
+type Authority interface {
+	// Acquire grants holder a lease on resource from tick now for ttl
+	// ticks, with the resource's next epoch: one more than the last epoch
+	// ever granted for it, or 1. It is refused with ErrLeaseHeld while
+	// another lease (or holder's own) is live, that is while now is below
+	// its expiry tick; at exactly the expiry tick it is granted.
+	Acquire(ctx context.Context, resource, holder string, now, ttl int64) (Lease, error)
+
+	// Renew extends held, which must be the resource's current and still
+	// live lease, to expire at now+ttl. The epoch stays the same:
+	// renewal continues the tenure, it does not start a new one.
+	Renew(ctx context.Context, held Lease, now, ttl int64) (Lease, error)
+
+	// Release ends held, which must be the resource's current and still
+	// live lease, at tick now. The epoch is kept, so the next acquire gets
+	// a higher one: epochs are never reused.
+	Release(ctx context.Context, held Lease, now int64) error
+}

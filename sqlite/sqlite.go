@@ -1,0 +1,78 @@
+// Package sqlite is the SQLite backend of package leases: the authority
+// and the receivers in one SQLite file, each operation a BEGIN IMMEDIATE
+// transaction of its own, and no transaction spanning the authority's and
+// a receiver's tables.
+//
+// The file is opened in WAL mode with SQLite's default synchronous setting
+// and one connection per Store. Processes that open the same file share
+// its leases and records; a contending transaction waits on the busy
+// timeout rather than failing.
+package sqlite
+
+import (
+	"context"
+	"time"
+
+	"leases"
+	"leases/internal/sqlitestore"
+)
+
+// DefaultBusyTimeout is how long an operation waits for another process's
+// write transaction on the same file before it fails. It bounds
+// contention; it never orders anything.
+const DefaultBusyTimeout = sqlitestore.DefaultBusyTimeout
+
+// Store is one process's handle on a SQLite file that holds leases and
+// receiver records. It owns a single connection, so every transaction
+// starts and ends on the same connection.
+type Store struct {
+	store *sqlitestore.Store
+}
+
+// Options tune how a file is opened; the zero value is the default.
+type Options struct {
+	// BusyTimeout bounds how long an operation waits for another
+	// process's write lock on the same file. Zero means
+	// DefaultBusyTimeout; a negative value means fail at once.
+	BusyTimeout time.Duration
+}
+
+// Open opens (creating if needed) the SQLite file at path with the
+// default options. Path ":memory:" is a database of this store's own that
+// lives as long as the store.
+func Open(ctx context.Context, path string) (*Store, error) {
+	return Options{}.Open(ctx, path)
+}
+
+// Open opens (creating if needed) the SQLite file at path with these
+// options.
+func (o Options) Open(ctx context.Context, path string) (*Store, error) {
+	busy := o.BusyTimeout
+	switch {
+	case busy == 0:
+		busy = DefaultBusyTimeout
+	case busy < 0:
+		busy = 0
+	}
+	s, err := sqlitestore.Open(ctx, path, busy)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{store: s}, nil
+}
+
+// Authority returns the lease authority backed by this store.
+func (s *Store) Authority() leases.Authority { return s.store.Authority() }
+
+// Receiver returns a receiver backed by this store, fenced or not.
+func (s *Store) Receiver(mode leases.Mode) leases.Receiver { return s.store.Receiver(mode) }
+
+// IntegrityCheck runs SQLite's PRAGMA integrity_check and returns what it
+// says: "ok" for a sound file, otherwise the problems it found, one per
+// line.
+func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
+	return s.store.IntegrityCheck(ctx)
+}
+
+// Close releases the store's connection.
+func (s *Store) Close() error { return s.store.Close() }
