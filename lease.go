@@ -19,7 +19,8 @@ type Lease struct {
 
 // Authority is the single trusted issuer of leases and epochs. Every
 // method is one transaction of its backend: it either commits its whole
-// change or changes nothing.
+// change or changes nothing, except that a commit that fails may have
+// taken effect ([ErrOutcomeUnknown]).
 //
 // Ticks are supplied by the caller. A lease granted at tick t for d ticks
 // is live at ticks t .. t+d-1 and expired from tick t+d on. A tick earlier
@@ -34,8 +35,9 @@ type Authority interface {
 	Acquire(ctx context.Context, resource, holder string, now, ttl int64) (Lease, error)
 
 	// Renew extends held, which must be the resource's current and still
-	// live lease, to expire at now+ttl. The epoch stays the same:
-	// renewal continues the tenure, it does not start a new one.
+	// live lease, so that it expires at now+ttl, or later if it already
+	// did: a renewal never moves the expiry earlier. The epoch stays the
+	// same: renewal continues the tenure, it does not start a new one.
 	Renew(ctx context.Context, held Lease, now, ttl int64) (Lease, error)
 
 	// Release ends held, which must be the resource's current and still

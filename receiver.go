@@ -11,6 +11,8 @@ const (
 	Fenced Mode = "fenced"
 	// Unfenced receivers store whatever comes last, epoch and all, without
 	// comparing: the baseline that shows what a lease alone does not stop.
+	// They keep their records apart from the fenced receiver's, so that
+	// an unfenced write can never lower a fence.
 	Unfenced Mode = "unfenced"
 )
 

@@ -60,7 +60,9 @@ func Renew(row LeaseRow, found bool, held leases.Lease, now, ttl int64) (LeaseRo
 	if err := checkHolds(row, found, held, now); err != nil {
 		return LeaseRow{}, leases.Lease{}, err
 	}
-	row.ExpiresAt, row.LastTick = now+ttl, now
+	// Never earlier: a short renewal of a long lease must not hand the
+	// resource to someone else before the expiry the holder was given.
+	row.ExpiresAt, row.LastTick = max(row.ExpiresAt, now+ttl), now
 	return row, row.Lease(held.Resource), nil
 }
 

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -102,4 +103,15 @@ func First(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// IsRefusal reports whether err is a refusal: invalid input, or an
+// operation decided against. A refusal changed nothing.
+func IsRefusal(err error) bool {
+	for _, refusal := range []error{leases.ErrInvalidInput, leases.ErrLeaseHeld, leases.ErrNotHolder, leases.ErrLeaseExpired} {
+		if errors.Is(err, refusal) {
+			return true
+		}
+	}
+	return false
 }

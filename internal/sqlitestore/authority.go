@@ -51,7 +51,11 @@ func (a *Authority) Acquire(ctx context.Context, resource, holder string, now, t
 		return nil
 	})
 	if err != nil {
-		return leases.Lease{}, fmt.Errorf("acquire %q for %q at tick %d: %w", resource, holder, now, err)
+		err = fmt.Errorf("acquire %q for %q at tick %d: %w", resource, holder, now, err)
+		if errors.Is(err, leases.ErrOutcomeUnknown) {
+			return granted, err // the lease that may now be live
+		}
+		return leases.Lease{}, err
 	}
 	return granted, nil
 }

@@ -10,16 +10,25 @@ import (
 	"leases/internal/rules"
 )
 
-const receiverSchema = `CREATE TABLE IF NOT EXISTS receiver_records (
+// The fenced and the unfenced receiver keep their records in tables of
+// their own: an unfenced write must never lower a fence.
+const (
+	fencedSchema = `CREATE TABLE IF NOT EXISTS receiver_records (
 	resource    TEXT PRIMARY KEY,
-	epoch       INTEGER NOT NULL CHECK (epoch >= 1), -- fenced: highest epoch committed, by a write or an observe
+	epoch       INTEGER NOT NULL CHECK (epoch >= 1), -- highest epoch committed, by a write or an observe
 	value_epoch INTEGER CHECK (value_epoch >= 1),    -- the epoch the value came with; NULL before any value
 	value       TEXT,
 	CHECK ((value IS NULL) = (value_epoch IS NULL) AND value_epoch <= epoch)
 ) STRICT`
+	unfencedSchema = `CREATE TABLE IF NOT EXISTS unfenced_records (
+	resource TEXT PRIMARY KEY,
+	epoch    INTEGER NOT NULL CHECK (epoch >= 1), -- the last write's epoch, not compared
+	value    TEXT NOT NULL
+) STRICT`
+)
 
-// Receiver is a receiver on one store's receiver_records table. It never
-// reads the authority's table.
+// Receiver is a receiver on one of a store's two receiver tables, the
+// fenced or the unfenced one. It never reads the authority's table.
 type Receiver struct {
 	store *Store
 	mode  leases.Mode
@@ -50,7 +59,7 @@ func (r *Receiver) Write(ctx context.Context, resource string, epoch int64, valu
 		if result.Outcome != leases.Accepted {
 			return nil
 		}
-		if err := r.store.sql.exec(ctx, tx, sqlWriteRecord, resource, epoch, epoch, value); err != nil {
+		if err := r.write(ctx, tx, resource, epoch, value); err != nil {
 			return err
 		}
 		pauseInsideTransaction("write-written")
@@ -88,7 +97,7 @@ func (r *Receiver) Observe(ctx context.Context, resource string, epoch int64) (l
 
 // Read implements [leases.Receiver.Read].
 func (r *Receiver) Read(ctx context.Context, resource string) (record leases.Record, found bool, err error) {
-	if err := rules.CheckName("resource", resource); err != nil {
+	if err := rules.First(rules.CheckMode(r.mode), rules.CheckName("resource", resource)); err != nil {
 		return leases.Record{}, false, err
 	}
 	err = r.store.inTransaction(ctx, func(tx *sql.Tx) error {
@@ -101,13 +110,25 @@ func (r *Receiver) Read(ctx context.Context, resource string) (record leases.Rec
 	return record, found, nil
 }
 
-// read returns the resource's record; found is false only when there is
-// no record, never when the read failed.
+// write stores an accepted value in the receiver's own table.
+func (r *Receiver) write(ctx context.Context, tx *sql.Tx, resource string, epoch int64, value string) error {
+	if r.mode == leases.Unfenced {
+		return r.store.sql.exec(ctx, tx, sqlWriteUnfenced, resource, epoch, value)
+	}
+	return r.store.sql.exec(ctx, tx, sqlWriteRecord, resource, epoch, epoch, value)
+}
+
+// read returns the resource's record from the receiver's own table; found
+// is false only when there is no record, never when the read failed.
 func (r *Receiver) read(ctx context.Context, tx *sql.Tx, resource string) (leases.Record, bool, error) {
+	query := sqlReadRecord
+	if r.mode == leases.Unfenced {
+		query = sqlReadUnfenced
+	}
 	var rec leases.Record
 	var valueEpoch sql.NullInt64
 	var value sql.NullString
-	err := r.store.sql.queryRow(ctx, tx, sqlReadRecord, resource).Scan(&rec.Epoch, &valueEpoch, &value)
+	err := r.store.sql.queryRow(ctx, tx, query, resource).Scan(&rec.Epoch, &valueEpoch, &value)
 	if errors.Is(err, sql.ErrNoRows) {
 		return leases.Record{}, false, nil
 	}

@@ -10,22 +10,24 @@ import (
 	"leases"
 )
 
-// Snapshot returns every row of the authority's and the receiver's tables,
-// encoded canonically (in key order), and Restore puts them back. They
-// exist for tools that run the real authority and receiver from one state
-// many times over, as the schedule explorer does: restoring a snapshot is
-// the same as rolling back to a savepoint, and two snapshots are equal
-// exactly when the tables hold the same rows. Like everything else here,
-// they never span both tables in one transaction: each table is read or
-// written on its own, so use them on a store that nobody else uses at the
-// same time.
+// Snapshot returns every row of the store's tables, encoded canonically
+// (in key order), and Restore puts them back. They exist for the schedule
+// explorer, which runs the real authority and receiver from one state many
+// times over: restoring a snapshot is the same as rolling back to a
+// savepoint, and two snapshots are equal exactly when the tables hold the
+// same rows. They are not part of the public API: restoring an old
+// snapshot hands out epochs again. Like everything else here, they never
+// span two tables in one transaction, so use them on a store that nobody
+// else uses at the same time.
 func (s *Store) Snapshot(ctx context.Context) ([]byte, error) {
+	if err := errors.Join(s.usable(), s.checkFiles()); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
 	// Each table is read by one SELECT, which SQLite runs as a read
 	// transaction of its own: no BEGIN and COMMIT around it, and none
-	// spanning both tables.
+	// spanning two tables.
 	var rows snapshotRows
 	err := errors.Join(
-		s.checkFile(),
 		scanAll(ctx, s.sql.byText[sqlAllLeases], func(scan func(...any) error) error {
 			rows.Leases = append(rows.Leases, snapshotLease{})
 			l := &rows.Leases[len(rows.Leases)-1]
@@ -35,6 +37,11 @@ func (s *Store) Snapshot(ctx context.Context) ([]byte, error) {
 			rows.Records = append(rows.Records, snapshotRecord{})
 			r := &rows.Records[len(rows.Records)-1]
 			return scan(&r.Resource, &r.Epoch, &r.ValueEpoch, &r.Value)
+		}),
+		scanAll(ctx, s.sql.byText[sqlAllUnfenced], func(scan func(...any) error) error {
+			rows.Unfenced = append(rows.Unfenced, snapshotUnfenced{})
+			u := &rows.Unfenced[len(rows.Unfenced)-1]
+			return scan(&u.Resource, &u.Epoch, &u.Value)
 		}))
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -64,28 +71,31 @@ func (s *Store) Restore(ctx context.Context, snapshot []byte) error {
 	if err := json.Unmarshal(snapshot, &rows); err != nil {
 		return fmt.Errorf("%w: restore: not a snapshot: %w", leases.ErrInvalidInput, err)
 	}
+	replace := func(deleteAll, insert string, n int, args func(int) []any) error {
+		return s.inTransaction(ctx, func(tx *sql.Tx) error {
+			if err := s.sql.exec(ctx, tx, deleteAll); err != nil {
+				return err
+			}
+			for i := range n {
+				if err := s.sql.exec(ctx, tx, insert, args(i)...); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 	err := errors.Join(
-		s.inTransaction(ctx, func(tx *sql.Tx) error {
-			if err := s.sql.exec(ctx, tx, sqlDeleteLeases); err != nil {
-				return err
-			}
-			for _, r := range rows.Leases {
-				if err := s.sql.exec(ctx, tx, sqlInsertLease, r.Resource, r.Epoch, r.Holder, r.GrantedAt, r.ExpiresAt, r.LastTick); err != nil {
-					return err
-				}
-			}
-			return nil
+		replace(sqlDeleteLeases, sqlInsertLease, len(rows.Leases), func(i int) []any {
+			r := rows.Leases[i]
+			return []any{r.Resource, r.Epoch, r.Holder, r.GrantedAt, r.ExpiresAt, r.LastTick}
 		}),
-		s.inTransaction(ctx, func(tx *sql.Tx) error {
-			if err := s.sql.exec(ctx, tx, sqlDeleteRecords); err != nil {
-				return err
-			}
-			for _, r := range rows.Records {
-				if err := s.sql.exec(ctx, tx, sqlInsertRecord, r.Resource, r.Epoch, r.ValueEpoch, r.Value); err != nil {
-					return err
-				}
-			}
-			return nil
+		replace(sqlDeleteRecords, sqlInsertRecord, len(rows.Records), func(i int) []any {
+			r := rows.Records[i]
+			return []any{r.Resource, r.Epoch, r.ValueEpoch, r.Value}
+		}),
+		replace(sqlDeleteUnfenced, sqlInsertUnfenced, len(rows.Unfenced), func(i int) []any {
+			r := rows.Unfenced[i]
+			return []any{r.Resource, r.Epoch, r.Value}
 		}))
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
@@ -93,10 +103,11 @@ func (s *Store) Restore(ctx context.Context, snapshot []byte) error {
 	return nil
 }
 
-// snapshotRows is every row of both tables; NULLs stay NULL.
+// snapshotRows is every row of every table; NULLs stay NULL.
 type snapshotRows struct {
-	Leases  []snapshotLease  `json:"leases"`
-	Records []snapshotRecord `json:"records"`
+	Leases   []snapshotLease    `json:"leases"`
+	Records  []snapshotRecord   `json:"records"`
+	Unfenced []snapshotUnfenced `json:"unfenced"`
 }
 
 type snapshotLease struct {
@@ -113,4 +124,10 @@ type snapshotRecord struct {
 	Epoch      int64   `json:"epoch"`
 	ValueEpoch *int64  `json:"value_epoch"`
 	Value      *string `json:"value"`
+}
+
+type snapshotUnfenced struct {
+	Resource string `json:"resource"`
+	Epoch    int64  `json:"epoch"`
+	Value    string `json:"value"`
 }

@@ -25,13 +25,21 @@ const (
 	sqlObserveRecord = `INSERT INTO receiver_records (resource, epoch) VALUES (?, ?)
 		ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch`
 
+	// The unfenced receiver's value always came with its epoch.
+	sqlReadUnfenced  = `SELECT epoch, epoch, value FROM unfenced_records WHERE resource = ?`
+	sqlWriteUnfenced = `INSERT INTO unfenced_records (resource, epoch, value) VALUES (?, ?, ?)
+		ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, value = excluded.value`
+
 	// Snapshot and Restore copy whole tables, each on its own.
-	sqlAllLeases     = `SELECT resource, epoch, holder, granted_at, expires_at, last_tick FROM authority_leases ORDER BY resource`
-	sqlAllRecords    = `SELECT resource, epoch, value_epoch, value FROM receiver_records ORDER BY resource`
-	sqlDeleteLeases  = `DELETE FROM authority_leases`
-	sqlDeleteRecords = `DELETE FROM receiver_records`
-	sqlInsertLease   = `INSERT INTO authority_leases (resource, epoch, holder, granted_at, expires_at, last_tick) VALUES (?, ?, ?, ?, ?, ?)`
-	sqlInsertRecord  = `INSERT INTO receiver_records (resource, epoch, value_epoch, value) VALUES (?, ?, ?, ?)`
+	sqlAllLeases      = `SELECT resource, epoch, holder, granted_at, expires_at, last_tick FROM authority_leases ORDER BY resource`
+	sqlAllRecords     = `SELECT resource, epoch, value_epoch, value FROM receiver_records ORDER BY resource`
+	sqlAllUnfenced    = `SELECT resource, epoch, value FROM unfenced_records ORDER BY resource`
+	sqlDeleteLeases   = `DELETE FROM authority_leases`
+	sqlDeleteRecords  = `DELETE FROM receiver_records`
+	sqlDeleteUnfenced = `DELETE FROM unfenced_records`
+	sqlInsertLease    = `INSERT INTO authority_leases (resource, epoch, holder, granted_at, expires_at, last_tick) VALUES (?, ?, ?, ?, ?, ?)`
+	sqlInsertRecord   = `INSERT INTO receiver_records (resource, epoch, value_epoch, value) VALUES (?, ?, ?, ?)`
+	sqlInsertUnfenced = `INSERT INTO unfenced_records (resource, epoch, value) VALUES (?, ?, ?)`
 )
 
 // prepared holds every statement compiled once per store: parsing SQL
@@ -44,8 +52,9 @@ func prepare(ctx context.Context, db *sql.DB) (*prepared, error) {
 	p := &prepared{byText: map[string]*sql.Stmt{}}
 	for _, text := range []string{
 		sqlReadLease, sqlPutLease,
-		sqlReadRecord, sqlWriteRecord, sqlObserveRecord,
-		sqlAllLeases, sqlAllRecords, sqlDeleteLeases, sqlDeleteRecords, sqlInsertLease, sqlInsertRecord,
+		sqlReadRecord, sqlWriteRecord, sqlObserveRecord, sqlReadUnfenced, sqlWriteUnfenced,
+		sqlAllLeases, sqlAllRecords, sqlAllUnfenced, sqlDeleteLeases, sqlDeleteRecords, sqlDeleteUnfenced,
+		sqlInsertLease, sqlInsertRecord, sqlInsertUnfenced,
 	} {
 		stmt, err := db.PrepareContext(ctx, text)
 		if err != nil {

@@ -12,9 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"leases"
@@ -28,33 +27,26 @@ import (
 const DefaultBusyTimeout = 10 * time.Second
 
 // Store is one process's handle on the SQLite file that holds the
-// authority's and the receiver's tables. It owns a single connection, so
+// authority's and the receivers' tables. It owns a single connection, so
 // every transaction starts and ends on the same connection.
 type Store struct {
 	db   *sql.DB
 	sql  *prepared
 	path string
-	// file is the database file as it was opened; nil in memory. SQLite
-	// in WAL mode keeps writing to a file that was deleted or replaced,
-	// and a new process would then start a fresh file with epochs from 1
-	// again; every transaction checks that the path still names this file.
-	file os.FileInfo
+	// files are the database file, its write-ahead log and its shared
+	// memory index as they were opened; nil in memory. See files.go.
+	files []openedFile
+	// failed is set by the first commit whose outcome is unknown; from
+	// then on the store refuses every operation (see transaction.go).
+	failed atomic.Pointer[error]
 }
 
 // Open opens (creating if needed) the SQLite file at path in WAL mode with
 // the default synchronous setting, and creates the authority's and the
-// receiver's tables, each in a transaction of its own. A contending
+// receivers' tables, each in a transaction of its own. A contending
 // transaction waits up to busyTimeout for another process's lock.
 func Open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, error) {
-	if path == "" {
-		return nil, fmt.Errorf("%w: database path is empty", leases.ErrInvalidInput)
-	}
-	// The driver splits the DSN at the first '?', so such a path would be
-	// read as options; refuse it rather than open some other file.
-	if strings.ContainsAny(path, "?\x00") {
-		return nil, fmt.Errorf("%w: database path %q contains '?' or NUL", leases.ErrInvalidInput, path)
-	}
-	if err := checkWritable(path); err != nil {
+	if err := checkPath(path); err != nil {
 		return nil, err
 	}
 	options := url.Values{}
@@ -69,8 +61,9 @@ func Open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, 
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	// One connection per process: database/sql cannot then run a
-	// transaction's statements on two connections, and the process holds at
-	// most one SQLite lock at a time.
+	// transaction's statements on two connections, the process holds at
+	// most one SQLite lock at a time, and an in-memory database (which
+	// is its connection) is never a second, empty one.
 	db.SetMaxOpenConns(1)
 	s := &Store{db: db, path: path}
 	if err := s.createTables(ctx); err != nil {
@@ -79,37 +72,16 @@ func Open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, 
 	if s.sql, err = prepare(ctx, db); err != nil {
 		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), db.Close())
 	}
-	if path != ":memory:" {
-		// Absolute, so that a later change of working directory is not
-		// taken for a moved file.
-		if s.path, err = filepath.Abs(path); err == nil {
-			s.file, err = os.Stat(s.path)
-		}
-		if err != nil {
+	if path != memory {
+		if s.path, s.files, err = identify(path); err != nil {
 			return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), s.Close())
 		}
 	}
 	return s, nil
 }
 
-// checkWritable refuses a database file this process cannot write: SQLite
-// would quietly open it read-only, and the store would fail only at its
-// first write. A file that does not exist yet is fine: SQLite creates it.
-func checkWritable(path string) error {
-	if path == ":memory:" {
-		return nil
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("open %s: the database file is not writable: %w", path, err)
-	}
-	return f.Close()
-}
-
-// Close releases the store's connection.
+// Close releases the store's connection. What a later Open finds in the
+// file is what the file holds, also after an unknown outcome.
 func (s *Store) Close() error {
 	return errors.Join(s.sql.close(), s.db.Close())
 }
@@ -119,15 +91,16 @@ func (s *Store) Authority() *Authority {
 	return &Authority{store: s}
 }
 
-// Receiver returns a receiver backed by this store, fenced or not.
+// Receiver returns a receiver backed by this store, fenced or not. The
+// two modes keep their records in tables of their own.
 func (s *Store) Receiver(mode leases.Mode) *Receiver {
 	return &Receiver{store: s, mode: mode}
 }
 
 func (s *Store) createTables(ctx context.Context) error {
-	// Two transactions, not one: even the schema never spans the
-	// authority's and the receiver's tables.
-	for _, ddl := range []string{authoritySchema, receiverSchema} {
+	// One transaction per table: even the schema never spans the
+	// authority's and a receiver's tables.
+	for _, ddl := range []string{authoritySchema, fencedSchema, unfencedSchema} {
 		if err := s.inTransaction(ctx, func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, ddl)
 			return err
@@ -138,53 +111,13 @@ func (s *Store) createTables(ctx context.Context) error {
 	return nil
 }
 
-// inTransaction runs fn in one BEGIN IMMEDIATE transaction (the DSN's
-// _txlock) and commits only if fn succeeds, so a failed or refused
-// operation changes nothing.
-func (s *Store) inTransaction(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := s.checkFile(); err != nil {
-		return errors.Join(err, tx.Rollback())
-	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, ignoreDone(tx.Rollback()))
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
-// checkFile fails when the path no longer names the file this store
-// opened. It runs inside the transaction, under the write lock.
-func (s *Store) checkFile() error {
-	if s.file == nil {
-		return nil
-	}
-	now, err := os.Stat(s.path)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", leases.ErrDatabaseMoved, s.path, err)
-	}
-	if !os.SameFile(now, s.file) {
-		return fmt.Errorf("%w: %s is another file now", leases.ErrDatabaseMoved, s.path)
-	}
-	return nil
-}
-
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
-}
-
 // IntegrityCheck runs SQLite's PRAGMA integrity_check and returns what it
 // says: "ok" for a sound file, otherwise the problems it found, one per
 // line.
 func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
+	if err := s.usable(); err != nil {
+		return "", fmt.Errorf("integrity check: %w", err)
+	}
 	rows, err := s.db.QueryContext(ctx, "PRAGMA integrity_check")
 	if err != nil {
 		return "", fmt.Errorf("integrity check: %w", err)

@@ -1,0 +1,120 @@
+package leases_test
+
+// The database's files changed under an open store: deleted or replaced.
+// Not among the contract's 17 tests.
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"leases"
+	"leases/sqlite"
+)
+
+// Deleting or replacing the write-ahead log or its index while a store is
+// open: SQLite would go on granting through the old, unlinked files, and a
+// new process would start from the main file alone (with no tables, epoch
+// 1 again). The holding process must fail on its next operation, naming
+// the file, and change nothing.
+func TestLogDeletedOrReplacedUnderAnOpenStore(t *testing.T) {
+	replace := func(t *testing.T, path string) {
+		t.Helper()
+		other := path + ".other"
+		if err := os.WriteFile(other, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(other, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remove := func(t *testing.T, path string) {
+		t.Helper()
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name   string
+		change func(t *testing.T, db string)
+		naming string // the file the error must name
+	}{
+		{"-wal deleted", func(t *testing.T, db string) { remove(t, db+"-wal") }, "-wal"},
+		{"-shm deleted", func(t *testing.T, db string) { remove(t, db+"-shm") }, "-shm"},
+		{"-wal and -shm deleted", func(t *testing.T, db string) { remove(t, db+"-wal"); remove(t, db+"-shm") }, "-wal"},
+		{"-wal replaced", func(t *testing.T, db string) { replace(t, db+"-wal") }, "-wal"},
+		{"main file replaced", func(t *testing.T, db string) { replace(t, db) }, "leases.db "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			path := tempDBPath(t)
+			holder := startWorker(t, ctx, "A", path)
+			lease, err := holder.Acquire(ctx, "r", 0, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := holder.Write(ctx, leases.Fenced, "r", lease.Epoch, "v1"); err != nil {
+				t.Fatal(err)
+			}
+			tc.change(t, path)
+			for name, op := range map[string]func() error{
+				"acquire": func() error { _, err := holder.Acquire(ctx, "r", 3, 3); return err },
+				"write":   func() error { _, err := holder.Write(ctx, leases.Fenced, "r", 2, "v2"); return err },
+				"renew":   func() error { _, err := holder.Renew(ctx, lease, 1, 3); return err },
+				"read":    func() error { _, _, err := holder.Read(ctx, "r"); return err },
+			} {
+				err := op()
+				if err == nil || !strings.Contains(err.Error(), leases.ErrDatabaseMoved.Error()) || !strings.Contains(err.Error(), tc.naming) {
+					t.Errorf("%s after the change: %v; want %q naming %q", name, err, leases.ErrDatabaseMoved, tc.naming)
+				}
+			}
+		})
+	}
+}
+
+// A path SQLite would read as something other than a file, or a file that
+// is not a regular one, is refused before anything is created.
+func TestOpenRefusesWhatIsNotADatabaseFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := dir + "/fifo"
+	if err := mkfifo(fifo); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{
+		"file:" + dir + "/u.db",
+		"file::memory:",
+		dir + "/q?mode=ro",
+		dir,
+		fifo,
+	} {
+		t.Run(path, func(t *testing.T) {
+			before := listDir(t, dir)
+			_, err := sqlite.Open(context.Background(), path)
+			if !errors.Is(err, leases.ErrInvalidInput) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("open %q: %v; want one line matching ErrInvalidInput", path, err)
+			}
+			if after := listDir(t, dir); after != before {
+				t.Fatalf("the refused open created files: %s became %s", before, after)
+			}
+		})
+	}
+}
+
+func listDir(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, ",")
+}
+
+func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }
