@@ -23,28 +23,22 @@ import (
 	"leases/sqlite"
 )
 
-// C1: epochs strictly increase per resource, and resources do not share a
-// sequence.
+// C1: epochs strictly increase per resource, resources do not share a
+// sequence, and a holder that comes back gets a new epoch, its old lease
+// no longer its own.
 func TestEpochsIncreasePerResource(t *testing.T) {
-	auth := newStore(t).Authority()
-	grants := []struct {
-		resource, holder string
-		now              int64
-		wantEpoch        int64
-	}{
-		{"alpha", "A", 0, 1},
-		{"beta", "A", 0, 1}, // another resource starts at 1 again
-		{"alpha", "B", 2, 2},
-		{"alpha", "C", 4, 3},
-		{"beta", "B", 9, 2},
-		{"alpha", "A", 6, 4}, // an earlier holder comes back with a new epoch
-	}
-	for _, g := range grants {
-		lease := mustAcquire(t, auth, g.resource, g.holder, g.now, 2)
-		if lease.Epoch != g.wantEpoch {
-			t.Errorf("acquire %s by %s at %d: epoch %d, want %d", g.resource, g.holder, g.now, lease.Epoch, g.wantEpoch)
-		}
-	}
+	runAuthorityScript(t, newStore(t).Authority(), []authorityStep{
+		{name: "A on alpha", op: "acquire", resource: "alpha", holder: "A", tick: 0, ttl: 2, want: leaseOf("alpha", "A", 1, 0, 2), save: "a1"},
+		{name: "A on beta starts at 1 again", op: "acquire", resource: "beta", holder: "A", tick: 0, ttl: 3, want: leaseOf("beta", "A", 1, 0, 3)},
+		{name: "B on alpha at A's expiry", op: "acquire", resource: "alpha", holder: "B", tick: 2, ttl: 2, want: leaseOf("alpha", "B", 2, 2, 4)},
+		{name: "beta is still A's", op: "acquire", resource: "beta", holder: "B", tick: 2, ttl: 2, wantErr: leases.ErrLeaseHeld},
+		{name: "C on alpha", op: "acquire", resource: "alpha", holder: "C", tick: 4, ttl: 2, want: leaseOf("alpha", "C", 3, 4, 6)},
+		{name: "A back on alpha", op: "acquire", resource: "alpha", holder: "A", tick: 6, ttl: 2, want: leaseOf("alpha", "A", 4, 6, 8), save: "a4"},
+		{name: "A's epoch-1 lease is not renewable", op: "renew", lease: "a1", tick: 6, ttl: 2, wantErr: leases.ErrNotHolder},
+		{name: "nor releasable", op: "release", lease: "a1", tick: 6, wantErr: leases.ErrNotHolder},
+		{name: "A's epoch-4 lease is", op: "renew", lease: "a4", tick: 7, ttl: 2, want: leaseOf("alpha", "A", 4, 6, 9)},
+		{name: "B on beta later", op: "acquire", resource: "beta", holder: "B", tick: 9, ttl: 1, want: leaseOf("beta", "B", 2, 9, 10)},
+	})
 }
 
 // C2: a lease granted at t for d ticks is live at t+d-1 and expired at t+d.
@@ -85,60 +79,43 @@ func TestExpiryBoundary(t *testing.T) {
 	}
 }
 
-// Renewal extends the holder's live lease under the same epoch; nobody else
-// can renew it, and an expired lease cannot be renewed.
+// Renewal extends the holder's live lease under the same epoch and grant
+// tick, never to an earlier expiry; nobody else can renew it, an expired
+// lease cannot be renewed, and a renewal leaves other resources alone.
 func TestRenewExtendsOnlyTheHoldersLiveLease(t *testing.T) {
-	ctx := context.Background()
-	auth := newStore(t).Authority()
-	lease := mustAcquire(t, auth, "r", "A", 0, 3)
-	renewed, err := auth.Renew(ctx, lease, 2, 3)
-	if err != nil || renewed.Epoch != lease.Epoch || renewed.ExpiresAt != 5 {
-		t.Fatalf("renew: %+v, %v; want epoch %d expiring at 5", renewed, err, lease.Epoch)
-	}
-	if _, err := auth.Acquire(ctx, "r", "B", 3, 3); !errors.Is(err, leases.ErrLeaseHeld) {
-		t.Fatalf("acquire at the old expiry tick after renewal: %v, want ErrLeaseHeld", err)
-	}
-	impostor := renewed
-	impostor.Holder = "B"
-	if _, err := auth.Renew(ctx, impostor, 4, 3); !errors.Is(err, leases.ErrNotHolder) {
-		t.Errorf("renew by another holder: %v, want ErrNotHolder", err)
-	}
-	if _, err := auth.Renew(ctx, renewed, 5, 3); !errors.Is(err, leases.ErrLeaseExpired) {
-		t.Errorf("renew at the expiry tick: %v, want ErrLeaseExpired", err)
-	}
-	next := mustAcquire(t, auth, "r", "B", 5, 3)
-	if _, err := auth.Renew(ctx, renewed, 6, 3); !errors.Is(err, leases.ErrNotHolder) {
-		t.Errorf("renew of an old epoch after a new grant: %v, want ErrNotHolder", err)
-	}
-	if next.Epoch != renewed.Epoch+1 {
-		t.Errorf("grant after the renewed lease expired: epoch %d, want %d", next.Epoch, renewed.Epoch+1)
-	}
+	runAuthorityScript(t, newStore(t).Authority(), []authorityStep{
+		{name: "A acquires r", op: "acquire", resource: "r", holder: "A", tick: 0, ttl: 3, want: leaseOf("r", "A", 1, 0, 3), save: "a"},
+		{name: "B acquires other", op: "acquire", resource: "other", holder: "B", tick: 0, ttl: 3, want: leaseOf("other", "B", 1, 0, 3)},
+		{name: "A renews", op: "renew", lease: "a", tick: 2, ttl: 3, want: leaseOf("r", "A", 1, 0, 5), save: "a"},
+		{name: "r is held at its old expiry tick", op: "acquire", resource: "r", holder: "B", tick: 3, ttl: 3, wantErr: leases.ErrLeaseHeld},
+		{name: "other was not renewed", op: "acquire", resource: "other", holder: "C", tick: 3, ttl: 3, want: leaseOf("other", "C", 2, 3, 6)},
+		{name: "a long renewal", op: "renew", lease: "a", tick: 4, ttl: 10, want: leaseOf("r", "A", 1, 0, 14), save: "a"},
+		{name: "a short renewal never moves the expiry earlier", op: "renew", lease: "a", tick: 5, ttl: 1, want: leaseOf("r", "A", 1, 0, 14), save: "a"},
+		{name: "r is held until tick 14", op: "acquire", resource: "r", holder: "B", tick: 13, ttl: 3, wantErr: leases.ErrLeaseHeld},
+		{name: "a tick before the last renewal", op: "renew", lease: "a", tick: 4, ttl: 3, wantErr: leases.ErrTickBackwards},
+		{name: "another holder cannot renew", op: "renew", lease: "~a", tick: 13, ttl: 3, wantErr: leases.ErrNotHolder},
+		{name: "not at the expiry tick", op: "renew", lease: "a", tick: 14, ttl: 3, wantErr: leases.ErrLeaseExpired},
+		{name: "B takes r at the expiry tick", op: "acquire", resource: "r", holder: "B", tick: 14, ttl: 3, want: leaseOf("r", "B", 2, 14, 17)},
+		{name: "nor after a new grant", op: "renew", lease: "a", tick: 15, ttl: 3, wantErr: leases.ErrNotHolder},
+	})
 }
 
-// Release frees the resource at once, but its epoch is never handed out
-// again.
+// Release frees the resource at once and only that resource, but its epoch
+// is never handed out again.
 func TestReleaseNeverReusesEpoch(t *testing.T) {
-	ctx := context.Background()
-	auth := newStore(t).Authority()
-	first := mustAcquire(t, auth, "r", "A", 0, 100)
-	impostor := first
-	impostor.Holder = "B"
-	if err := auth.Release(ctx, impostor, 1); !errors.Is(err, leases.ErrNotHolder) {
-		t.Errorf("release by another holder: %v, want ErrNotHolder", err)
-	}
-	if err := auth.Release(ctx, first, 1); err != nil {
-		t.Fatalf("release: %v", err)
-	}
-	if err := auth.Release(ctx, first, 1); !errors.Is(err, leases.ErrNotHolder) {
-		t.Errorf("second release: %v, want ErrNotHolder", err)
-	}
-	second := mustAcquire(t, auth, "r", "B", 1, 2)
-	if second.Epoch != first.Epoch+1 {
-		t.Fatalf("acquire after release: epoch %d, want %d (never reuse %d)", second.Epoch, first.Epoch+1, first.Epoch)
-	}
-	if err := auth.Release(ctx, second, 3); !errors.Is(err, leases.ErrLeaseExpired) {
-		t.Errorf("release of an expired lease: %v, want ErrLeaseExpired", err)
-	}
+	runAuthorityScript(t, newStore(t).Authority(), []authorityStep{
+		{name: "A acquires r", op: "acquire", resource: "r", holder: "A", tick: 0, ttl: 100, want: leaseOf("r", "A", 1, 0, 100), save: "a"},
+		{name: "A acquires other", op: "acquire", resource: "other", holder: "A", tick: 0, ttl: 100, want: leaseOf("other", "A", 1, 0, 100)},
+		{name: "another holder cannot release", op: "release", lease: "~a", tick: 1, wantErr: leases.ErrNotHolder},
+		{name: "A releases r", op: "release", lease: "a", tick: 5},
+		{name: "other is still held", op: "acquire", resource: "other", holder: "B", tick: 5, ttl: 2, wantErr: leases.ErrLeaseHeld},
+		{name: "a tick before the release", op: "acquire", resource: "r", holder: "B", tick: 4, ttl: 2, wantErr: leases.ErrTickBackwards},
+		{name: "a second release", op: "release", lease: "a", tick: 5, wantErr: leases.ErrNotHolder},
+		{name: "nor a renewal", op: "renew", lease: "a", tick: 5, ttl: 2, wantErr: leases.ErrNotHolder},
+		{name: "B at the release tick, a new epoch", op: "acquire", resource: "r", holder: "B", tick: 5, ttl: 2, want: leaseOf("r", "B", 2, 5, 7), save: "b"},
+		{name: "an expired lease", op: "release", lease: "b", tick: 7, wantErr: leases.ErrLeaseExpired},
+		{name: "A again, never epoch 1 or 2", op: "acquire", resource: "r", holder: "A", tick: 7, ttl: 2, want: leaseOf("r", "A", 3, 7, 9)},
+	})
 }
 
 // C6: every outcome of the fenced receiver, with the stored record
@@ -162,6 +139,7 @@ func TestFencedReceiverOutcomes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := tempDBPath(t)
 			recv := openStore(t, path).Receiver(leases.Fenced)
+			bystander := mustWrite(t, recv, "other", 9, "kept").Record
 			if !tc.empty {
 				mustWrite(t, recv, "r", stored.Epoch, stored.Value)
 			}
@@ -180,26 +158,42 @@ func TestFencedReceiverOutcomes(t *testing.T) {
 			if err != nil || !found || read != want || got.Record != want {
 				t.Errorf("stored %+v (found %v, %v), reported %+v; want %+v", read, found, err, got.Record, want)
 			}
+			if other, _, err := recv.Read(context.Background(), "other"); err != nil || other != bystander {
+				t.Errorf("another resource's record became %+v, %v; want %+v", other, err, bystander)
+			}
 		})
 	}
 }
 
 // C8 at the library level: without the comparison, whatever comes last
-// wins, lower epoch or not.
+// wins, lower epoch or not. The unfenced receiver keeps its records apart:
+// nothing written through it can lower the fenced receiver's fence.
 func TestUnfencedReceiverStoresWhateverComesLast(t *testing.T) {
-	recv := newStore(t).Receiver(leases.Unfenced)
+	store := newStore(t)
+	unfenced, fenced := store.Receiver(leases.Unfenced), store.Receiver(leases.Fenced)
+	mustWrite(t, fenced, "r", 5, "fenced")
 	writes := []struct {
 		epoch int64
 		value string
 	}{{2, "new"}, {2, "another"}, {1, "old"}}
 	for _, w := range writes {
-		if got := mustWrite(t, recv, "r", w.epoch, w.value); got.Outcome != leases.Accepted {
-			t.Fatalf("unfenced write epoch %d: %s, want accepted", w.epoch, got.Outcome)
+		if got := mustWrite(t, unfenced, "r", w.epoch, w.value); got.Outcome != leases.Accepted || got.Record != written(w.epoch, w.value) {
+			t.Fatalf("unfenced write epoch %d: %+v, want accepted and stored", w.epoch, got)
 		}
 	}
-	got, _, err := recv.Read(context.Background(), "r")
-	if err != nil || got != written(1, "old") {
+	ctx := context.Background()
+	if got, _, err := unfenced.Read(ctx, "r"); err != nil || got != written(1, "old") {
 		t.Fatalf("stored %+v, %v; want the last write (epoch 1, old)", got, err)
+	}
+	if got := mustWrite(t, fenced, "r", 4, "late"); got.Outcome != leases.Stale || got.Record != written(5, "fenced") {
+		t.Fatalf("fenced write at epoch 4 after unfenced writes: %+v; want stale against epoch 5", got)
+	}
+	if _, err := fenced.Observe(ctx, "r", 9); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, unfenced, "r", 1, "lower")
+	if got, _, err := fenced.Read(ctx, "r"); err != nil || got.Epoch != 9 {
+		t.Fatalf("fenced record %+v, %v after an unfenced write; want the fence at 9", got, err)
 	}
 }
 
