@@ -32,6 +32,11 @@ const (
 	// Stale: the incoming epoch is below the stored one; rejected, nothing
 	// changed. This is the fence.
 	Stale Outcome = "stale"
+	// NotLive: a guarded receiver's answer when the writer's lease is not
+	// the authority's live lease for the resource at the write's tick (it
+	// expired, was released, or a newer epoch was granted); rejected,
+	// nothing changed.
+	NotLive Outcome = "not-live"
 )
 
 // Stored reports whether the write changed the receiver's record.
@@ -82,6 +87,24 @@ type Receiver interface {
 	// been superseded and must not act. An unfenced receiver refuses it
 	// with ErrInvalidInput.
 	Observe(ctx context.Context, resource string, epoch int64) (WriteResult, error)
+
+	// Read returns the record stored for resource; found is false when
+	// nothing has been written yet.
+	Read(ctx context.Context, resource string) (record Record, found bool, err error)
+}
+
+// GuardedReceiver is a receiver that asks the authority: a write is
+// accepted only if, in the same transaction, the writer's lease is still
+// the authority's live lease for the resource at the write's tick, and
+// then only as a fenced receiver would accept it. It closes the gap that
+// a fenced receiver leaves, but only because the resource and the
+// authority live in one transactional store: the resource is coupled to
+// the authority, and every write pays for reading the lease.
+type GuardedReceiver interface {
+	// Write offers value for held's resource at tick now. The outcome is
+	// NotLive when held is not the live lease at now; otherwise as for a
+	// fenced receiver's Write with held's epoch.
+	Write(ctx context.Context, held Lease, now int64, value string) (WriteResult, error)
 
 	// Read returns the record stored for resource; found is false when
 	// nothing has been written yet.

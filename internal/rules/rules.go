@@ -141,3 +141,20 @@ func Observe(stored leases.Record, found bool, epoch int64) leases.WriteResult {
 	stored.Epoch = epoch
 	return leases.WriteResult{Outcome: leases.Accepted, Record: stored}
 }
+
+// Guarded decides a guarded receiver's write of value at tick now by the
+// holder of held: NotLive unless held is the authority's live lease for
+// its resource at now (row and found are the authority's state, read in
+// the same transaction), and otherwise what a fenced receiver does.
+func Guarded(row LeaseRow, found bool, held leases.Lease, now int64, stored leases.Record, storedFound bool, value string) (leases.WriteResult, error) {
+	if !found || !row.Held || row.Epoch != held.Epoch || row.Holder != held.Holder {
+		return leases.WriteResult{Outcome: leases.NotLive, Record: stored}, nil
+	}
+	if err := checkNotBackwards(held.Resource, row, now); err != nil {
+		return leases.WriteResult{}, err
+	}
+	if !row.LiveAt(now) {
+		return leases.WriteResult{Outcome: leases.NotLive, Record: stored}, nil
+	}
+	return Write(leases.Fenced, stored, storedFound, held.Epoch, value), nil
+}

@@ -85,6 +85,11 @@ func CheckWrite(mode leases.Mode, resource string, epoch int64, value string) er
 	return First(CheckMode(mode), CheckName("resource", resource), CheckEpoch(epoch), CheckValue(value))
 }
 
+// CheckGuarded checks a guarded receiver write's arguments.
+func CheckGuarded(held leases.Lease, now int64, value string) error {
+	return First(CheckHeld(held, now), CheckValue(value))
+}
+
 // CheckObserve checks an observe's arguments: only a fenced receiver has
 // a fence to raise.
 func CheckObserve(mode leases.Mode, resource string, epoch int64) error {
