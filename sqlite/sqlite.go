@@ -67,6 +67,11 @@ func (s *Store) Authority() leases.Authority { return s.store.Authority() }
 // Receiver returns a receiver backed by this store, fenced or not.
 func (s *Store) Receiver(mode leases.Mode) leases.Receiver { return s.store.Receiver(mode) }
 
+// Guarded returns the guarded receiver backed by this store: a write is
+// accepted only while the writer's lease is the live one, checked in the
+// write's own transaction.
+func (s *Store) Guarded() leases.GuardedReceiver { return s.store.Guarded() }
+
 // IntegrityCheck runs SQLite's PRAGMA integrity_check and returns what it
 // says: "ok" for a sound file, otherwise the problems it found, one per
 // line.

@@ -1,133 +1,117 @@
 package sqlitestore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"leases"
 )
 
+// tables are the store's tables, in the order snapshots list them, with
+// their number of columns.
+var tables = []struct {
+	name    string
+	columns int
+}{
+	{"authority_leases", 6},
+	{"receiver_records", 4},
+	{"unfenced_records", 3},
+	{"guarded_records", 4},
+}
+
+func selectAll(table string) string { return "SELECT * FROM " + table + " ORDER BY resource" }
+func deleteAll(table string) string { return "DELETE FROM " + table }
+func insertRow(table string, columns int) string {
+	return "INSERT INTO " + table + " VALUES (?" + strings.Repeat(", ?", columns-1) + ")"
+}
+
+// snapshotStatements are the statements Snapshot and Restore run, to be
+// prepared once with the others.
+func snapshotStatements() []string {
+	var texts []string
+	for _, t := range tables {
+		texts = append(texts, selectAll(t.name), deleteAll(t.name), insertRow(t.name, t.columns))
+	}
+	return texts
+}
+
 // Snapshot returns every row of the store's tables, encoded canonically
-// (in key order), and Restore puts them back. They exist for the schedule
-// explorer, which runs the real authority and receiver from one state many
-// times over: restoring a snapshot is the same as rolling back to a
-// savepoint, and two snapshots are equal exactly when the tables hold the
-// same rows. They are not part of the public API: restoring an old
-// snapshot hands out epochs again. Like everything else here, they never
-// span two tables in one transaction, so use them on a store that nobody
-// else uses at the same time.
+// (tables and rows in a fixed order), and Restore puts them back. They
+// exist for the schedule explorer, which runs the real authority and
+// receivers from one state many times over: restoring a snapshot is the
+// same as rolling back to a savepoint, and two snapshots are equal exactly
+// when the tables hold the same rows. They are not part of the public API:
+// restoring an old snapshot hands out epochs again. Like everything else
+// here, they never span two tables in one transaction, so use them on a
+// store that nobody else uses at the same time.
 func (s *Store) Snapshot(ctx context.Context) ([]byte, error) {
 	if err := errors.Join(s.usable(), s.checkFiles()); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	// Each table is read by one SELECT, which SQLite runs as a read
-	// transaction of its own: no BEGIN and COMMIT around it, and none
-	// spanning two tables.
-	var rows snapshotRows
-	err := errors.Join(
-		scanAll(ctx, s.sql.byText[sqlAllLeases], func(scan func(...any) error) error {
-			rows.Leases = append(rows.Leases, snapshotLease{})
-			l := &rows.Leases[len(rows.Leases)-1]
-			return scan(&l.Resource, &l.Epoch, &l.Holder, &l.GrantedAt, &l.ExpiresAt, &l.LastTick)
-		}),
-		scanAll(ctx, s.sql.byText[sqlAllRecords], func(scan func(...any) error) error {
-			rows.Records = append(rows.Records, snapshotRecord{})
-			r := &rows.Records[len(rows.Records)-1]
-			return scan(&r.Resource, &r.Epoch, &r.ValueEpoch, &r.Value)
-		}),
-		scanAll(ctx, s.sql.byText[sqlAllUnfenced], func(scan func(...any) error) error {
-			rows.Unfenced = append(rows.Unfenced, snapshotUnfenced{})
-			u := &rows.Unfenced[len(rows.Unfenced)-1]
-			return scan(&u.Resource, &u.Epoch, &u.Value)
-		}))
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	return json.Marshal(rows)
-}
-
-// scanAll runs query and hands each row's Scan to row.
-func scanAll(ctx context.Context, query *sql.Stmt, row func(scan func(...any) error) error) error {
-	rows, err := query.QueryContext(ctx)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
+	all := make([][][]any, len(tables))
+	for i, t := range tables {
+		// One SELECT per table, which SQLite runs as a read transaction of
+		// its own: no BEGIN and COMMIT around it, and none spanning two
+		// tables.
+		rows, err := s.sql.byText[selectAll(t.name)].QueryContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
+		for rows.Next() {
+			row := make([]any, t.columns)
+			dest := make([]any, t.columns)
+			for j := range row {
+				dest[j] = &row[j]
+			}
+			if err := rows.Scan(dest...); err != nil {
+				return nil, errors.Join(fmt.Errorf("snapshot: %w", err), rows.Close())
+			}
+			all[i] = append(all[i], row)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
 		}
 	}
-	return rows.Err()
+	return json.Marshal(all)
 }
 
 // Restore makes the tables hold exactly the rows of a Snapshot, each
 // table in a transaction of its own.
 func (s *Store) Restore(ctx context.Context, snapshot []byte) error {
-	var rows snapshotRows
-	if err := json.Unmarshal(snapshot, &rows); err != nil {
-		return fmt.Errorf("%w: restore: not a snapshot: %w", leases.ErrInvalidInput, err)
+	var all [][][]any
+	dec := json.NewDecoder(bytes.NewReader(snapshot))
+	dec.UseNumber() // every number in these tables is an integer
+	if err := dec.Decode(&all); err != nil || len(all) != len(tables) {
+		return fmt.Errorf("%w: restore: not a snapshot: %v", leases.ErrInvalidInput, err)
 	}
-	replace := func(deleteAll, insert string, n int, args func(int) []any) error {
-		return s.inTransaction(ctx, func(tx *sql.Tx) error {
-			if err := s.sql.exec(ctx, tx, deleteAll); err != nil {
+	for i, t := range tables {
+		err := s.inTransaction(ctx, func(tx *sql.Tx) error {
+			if err := s.sql.exec(ctx, tx, deleteAll(t.name)); err != nil {
 				return err
 			}
-			for i := range n {
-				if err := s.sql.exec(ctx, tx, insert, args(i)...); err != nil {
+			for _, row := range all[i] {
+				for j, cell := range row {
+					if n, ok := cell.(json.Number); ok {
+						var err error
+						if row[j], err = n.Int64(); err != nil {
+							return err
+						}
+					}
+				}
+				if err := s.sql.exec(ctx, tx, insertRow(t.name, t.columns), row...); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
-	}
-	err := errors.Join(
-		replace(sqlDeleteLeases, sqlInsertLease, len(rows.Leases), func(i int) []any {
-			r := rows.Leases[i]
-			return []any{r.Resource, r.Epoch, r.Holder, r.GrantedAt, r.ExpiresAt, r.LastTick}
-		}),
-		replace(sqlDeleteRecords, sqlInsertRecord, len(rows.Records), func(i int) []any {
-			r := rows.Records[i]
-			return []any{r.Resource, r.Epoch, r.ValueEpoch, r.Value}
-		}),
-		replace(sqlDeleteUnfenced, sqlInsertUnfenced, len(rows.Unfenced), func(i int) []any {
-			r := rows.Unfenced[i]
-			return []any{r.Resource, r.Epoch, r.Value}
-		}))
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
+		if err != nil {
+			return fmt.Errorf("restore %s: %w", t.name, err)
+		}
 	}
 	return nil
-}
-
-// snapshotRows is every row of every table; NULLs stay NULL.
-type snapshotRows struct {
-	Leases   []snapshotLease    `json:"leases"`
-	Records  []snapshotRecord   `json:"records"`
-	Unfenced []snapshotUnfenced `json:"unfenced"`
-}
-
-type snapshotLease struct {
-	Resource  string  `json:"resource"`
-	Epoch     int64   `json:"epoch"`
-	Holder    *string `json:"holder"`
-	GrantedAt int64   `json:"granted_at"`
-	ExpiresAt int64   `json:"expires_at"`
-	LastTick  int64   `json:"last_tick"`
-}
-
-type snapshotRecord struct {
-	Resource   string  `json:"resource"`
-	Epoch      int64   `json:"epoch"`
-	ValueEpoch *int64  `json:"value_epoch"`
-	Value      *string `json:"value"`
-}
-
-type snapshotUnfenced struct {
-	Resource string `json:"resource"`
-	Epoch    int64  `json:"epoch"`
-	Value    string `json:"value"`
 }

@@ -7,8 +7,9 @@ import (
 	"fmt"
 )
 
-// Every statement the authority and the receiver run. Each reads or writes
-// one table only: no statement spans the authority's and the receiver's.
+// Every statement the authority and the receivers run. Each reads or
+// writes one table only: no statement spans two tables. (The guarded
+// receiver's transaction runs two of them, by design: see guarded.go.)
 const (
 	sqlReadLease = `SELECT epoch, holder, granted_at, expires_at, last_tick
 		FROM authority_leases WHERE resource = ?`
@@ -30,16 +31,10 @@ const (
 	sqlWriteUnfenced = `INSERT INTO unfenced_records (resource, epoch, value) VALUES (?, ?, ?)
 		ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, value = excluded.value`
 
-	// Snapshot and Restore copy whole tables, each on its own.
-	sqlAllLeases      = `SELECT resource, epoch, holder, granted_at, expires_at, last_tick FROM authority_leases ORDER BY resource`
-	sqlAllRecords     = `SELECT resource, epoch, value_epoch, value FROM receiver_records ORDER BY resource`
-	sqlAllUnfenced    = `SELECT resource, epoch, value FROM unfenced_records ORDER BY resource`
-	sqlDeleteLeases   = `DELETE FROM authority_leases`
-	sqlDeleteRecords  = `DELETE FROM receiver_records`
-	sqlDeleteUnfenced = `DELETE FROM unfenced_records`
-	sqlInsertLease    = `INSERT INTO authority_leases (resource, epoch, holder, granted_at, expires_at, last_tick) VALUES (?, ?, ?, ?, ?, ?)`
-	sqlInsertRecord   = `INSERT INTO receiver_records (resource, epoch, value_epoch, value) VALUES (?, ?, ?, ?)`
-	sqlInsertUnfenced = `INSERT INTO unfenced_records (resource, epoch, value) VALUES (?, ?, ?)`
+	// The guarded receiver's records: a table like the fenced one.
+	sqlReadGuarded  = `SELECT epoch, value_epoch, value FROM guarded_records WHERE resource = ?`
+	sqlWriteGuarded = `INSERT INTO guarded_records (resource, epoch, value_epoch, value) VALUES (?, ?, ?, ?)
+		ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, value_epoch = excluded.value_epoch, value = excluded.value`
 )
 
 // prepared holds every statement compiled once per store: parsing SQL
@@ -50,12 +45,11 @@ type prepared struct {
 
 func prepare(ctx context.Context, db *sql.DB) (*prepared, error) {
 	p := &prepared{byText: map[string]*sql.Stmt{}}
-	for _, text := range []string{
+	for _, text := range append([]string{
 		sqlReadLease, sqlPutLease,
 		sqlReadRecord, sqlWriteRecord, sqlObserveRecord, sqlReadUnfenced, sqlWriteUnfenced,
-		sqlAllLeases, sqlAllRecords, sqlAllUnfenced, sqlDeleteLeases, sqlDeleteRecords, sqlDeleteUnfenced,
-		sqlInsertLease, sqlInsertRecord, sqlInsertUnfenced,
-	} {
+		sqlReadGuarded, sqlWriteGuarded,
+	}, snapshotStatements()...) {
 		stmt, err := db.PrepareContext(ctx, text)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("prepare: %w", err), p.close())

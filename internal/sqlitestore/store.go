@@ -97,10 +97,15 @@ func (s *Store) Receiver(mode leases.Mode) *Receiver {
 	return &Receiver{store: s, mode: mode}
 }
 
+// Guarded returns the guarded receiver backed by this store.
+func (s *Store) Guarded() *GuardedReceiver {
+	return &GuardedReceiver{store: s}
+}
+
 func (s *Store) createTables(ctx context.Context) error {
 	// One transaction per table: even the schema never spans the
 	// authority's and a receiver's tables.
-	for _, ddl := range []string{authoritySchema, fencedSchema, unfencedSchema} {
+	for _, ddl := range []string{authoritySchema, fencedSchema, unfencedSchema, guardedSchema} {
 		if err := s.inTransaction(ctx, func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, ddl)
 			return err
