@@ -44,4 +44,20 @@ type Authority interface {
 	// live lease, at tick now. The epoch is kept, so the next acquire gets
 	// a higher one: epochs are never reused.
 	Release(ctx context.Context, held Lease, now int64) error
+
+	// Holder returns the lease that is live on resource at tick now, and
+	// false when there is none (never leased, expired or released). It
+	// changes nothing.
+	Holder(ctx context.Context, resource string, now int64) (Lease, bool, error)
+}
+
+// Watcher is implemented by authorities that can tell a waiting acquirer
+// that a resource's lease changed, so that it need not wait for the
+// expiry tick to learn of a release.
+type Watcher interface {
+	// Changed returns a channel that is closed at the first change to
+	// resource's lease (a grant, a renewal, a release) committed after
+	// the call, or when ctx ends. Which changes a backend can see is its
+	// own to document.
+	Changed(ctx context.Context, resource string) (<-chan struct{}, error)
 }

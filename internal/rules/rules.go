@@ -66,6 +66,15 @@ func Renew(row LeaseRow, found bool, held leases.Lease, now, ttl int64) (LeaseRo
 	return row, row.Lease(held.Resource), nil
 }
 
+// Holder decides what a holder query at tick now answers: the live lease,
+// if any.
+func Holder(row LeaseRow, found bool, resource string, now int64) (leases.Lease, bool) {
+	if !found || !row.LiveAt(now) {
+		return leases.Lease{}, false
+	}
+	return row.Lease(resource), true
+}
+
 // Release decides a release of held at tick now.
 func Release(row LeaseRow, found bool, held leases.Lease, now int64) (LeaseRow, error) {
 	if err := checkHolds(row, found, held, now); err != nil {

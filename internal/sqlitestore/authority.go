@@ -50,6 +50,7 @@ func (a *Authority) Acquire(ctx context.Context, resource, holder string, now, t
 		pauseInsideTransaction("acquire-written")
 		return nil
 	})
+	a.store.changes.after(err)
 	if err != nil {
 		err = fmt.Errorf("acquire %q for %q at tick %d: %w", resource, holder, now, err)
 		if errors.Is(err, leases.ErrOutcomeUnknown) {
@@ -76,6 +77,7 @@ func (a *Authority) Renew(ctx context.Context, held leases.Lease, now, ttl int64
 		}
 		return a.write(ctx, tx, held.Resource, row)
 	})
+	a.store.changes.after(err)
 	if err != nil {
 		return leases.Lease{}, fmt.Errorf("renew %q for %q at tick %d: %w", held.Resource, held.Holder, now, err)
 	}
@@ -97,10 +99,40 @@ func (a *Authority) Release(ctx context.Context, held leases.Lease, now int64) e
 		}
 		return a.write(ctx, tx, held.Resource, row)
 	})
+	a.store.changes.after(err)
 	if err != nil {
 		return fmt.Errorf("release %q for %q at tick %d: %w", held.Resource, held.Holder, now, err)
 	}
 	return nil
+}
+
+// Holder implements [leases.Authority.Holder]. It reads in a transaction
+// of its own and, unlike the changing methods, accepts any tick: a query
+// for the past answers from the row as it is now.
+func (a *Authority) Holder(ctx context.Context, resource string, now int64) (lease leases.Lease, live bool, err error) {
+	if err := rules.First(rules.CheckName("resource", resource), rules.CheckTick(now)); err != nil {
+		return leases.Lease{}, false, err
+	}
+	err = a.store.inTransaction(ctx, func(tx *sql.Tx) error {
+		row, found, err := a.read(ctx, tx, resource)
+		lease, live = rules.Holder(row, found, resource, now)
+		return err
+	})
+	if err != nil {
+		return leases.Lease{}, false, fmt.Errorf("holder of %q at tick %d: %w", resource, now, err)
+	}
+	return lease, live, nil
+}
+
+// Changed implements [leases.Watcher] for changes made through this
+// store, in this process: SQLite cannot tell one process of another's
+// commits, so a release by another process is seen at the lease's expiry
+// tick at the latest.
+func (a *Authority) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
+	if err := rules.CheckName("resource", resource); err != nil {
+		return nil, err
+	}
+	return a.store.changes.next(ctx), nil
 }
 
 // read returns the resource's row; found is false only when there is no

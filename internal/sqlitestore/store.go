@@ -39,6 +39,8 @@ type Store struct {
 	// failed is set by the first commit whose outcome is unknown; from
 	// then on the store refuses every operation (see transaction.go).
 	failed atomic.Pointer[error]
+	// changes wakes, in this process, those waiting for a lease to change.
+	changes changes
 }
 
 // Open opens (creating if needed) the SQLite file at path in WAL mode with
