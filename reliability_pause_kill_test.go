@@ -6,6 +6,7 @@ package leases_test
 // reliability_pause_kill_check_test.go. Not among the contract's 17 tests.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,12 +71,19 @@ func TestPauseAndKill(t *testing.T) {
 
 	final := readFinalRows(t, ctx, r.path)
 	s := r.stats
-	t.Logf("seed %d, %d steps to tick %d, %v: %d operations (%d acquires: %d grants, %d refused; %d renewals, %d releases, %d refused as expired, superseded or late; "+
+	// Every epoch the authority's rows count up to and no reply carried
+	// went to a killed acquire.
+	lost := -s.Grants
+	for _, row := range final.rows {
+		lost += int(row.epoch)
+	}
+	t.Logf("seed %d, %d steps to tick %d, %v: %d operations (%d acquires: %d grants, %d refused, %d epochs taken by killed acquires; "+
+		"%d renewals, %d releases, %d refused as expired or superseded, %d refused as late (tick backwards); "+
 		"writes %d accepted, %d stale, %d replays, %d conflicts; %d observes; %d reads); "+
 		"%d stops between sends (%d caught the worker holding the write lock), %d long pauses; "+
 		"%d kills (%d of a stopped worker, %d of them holding the write lock), %d restarts, %d operations left with an unknown outcome; "+
 		"replay with %s=%d %s=%d",
-		seed, s.Steps, r.now, s.Wall.Round(time.Millisecond), s.Operations, s.Acquires, s.Grants, s.Refusals, s.Renewals, s.Releases, s.Rejections,
+		seed, s.Steps, r.now, s.Wall.Round(time.Millisecond), s.Operations, s.Acquires, s.Grants, s.Refusals, lost, s.Renewals, s.Releases, s.Rejections-s.Late, s.Late,
 		s.Accepted, s.Stale, s.Replays, s.Conflicts, s.Observes, s.Reads,
 		s.Stops, s.StopsHoldingLock, s.Pauses, s.Kills, s.KillsStopped, s.KillsHoldingLock, s.Restarts, s.Unknown,
 		pauseKillSeedEnv, seed, pauseKillEnv, s.Operations)
@@ -156,7 +164,7 @@ type pkRun struct {
 type pkStats struct {
 	Steps, Operations                     int
 	Acquires, Grants, Refusals            int
-	Renewals, Releases, Rejections        int
+	Renewals, Releases, Rejections, Late  int
 	Accepted, Stale, Replays, Conflicts   int
 	Observes, Reads                       int
 	Stops, StopsHoldingLock, Pauses       int
@@ -337,8 +345,33 @@ func (r *pkRun) stop(a *pkActor) {
 	if err := a.w.Stop(r.ctx); err != nil {
 		r.t.Fatal(err)
 	}
+	if state := threadStates(r.t, a.w.PID()); strings.Trim(state, "T") != "" {
+		r.t.Fatalf("%s was stopped, yet its threads are in states %q", a.name, state)
+	}
 	a.stopped = true
 	a.holdsLock = writeLockHolder(r.t, r.path) == a.w.PID()
+}
+
+// threadStates returns the state letter of every thread of process pid
+// (T for stopped) from /proc/pid/task/*/stat.
+func threadStates(t *testing.T, pid int) string {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	threads, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states strings.Builder
+	for _, thread := range threads {
+		stat, err := os.ReadFile(dir + "/" + thread.Name() + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// "tid (comm) S ...": the command may hold spaces and parentheses.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		states.WriteString(fields[0])
+	}
+	return states.String()
 }
 
 func (r *pkRun) resume(a *pkActor) {
@@ -477,6 +510,9 @@ func (r *pkRun) count(op *pkOp) {
 	}
 	if op.rejected != "" {
 		s.Rejections++
+	}
+	if strings.Contains(op.rejected, leases.ErrTickBackwards.Error()) {
+		s.Late++
 	}
 }
 
