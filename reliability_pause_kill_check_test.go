@@ -181,7 +181,8 @@ func (c *pkChecker) authority(resource string, ops []*pkOp, row pkRow, found boo
 			continue
 		}
 		live := o.tick >= t.start && o.tick < t.end
-		next := pkRow{epoch: t.epoch, holder: t.holder, grantedAt: t.start, expiresAt: o.tick + o.ttl, lastTick: o.tick}
+		// A renewal never moves the expiry earlier.
+		next := pkRow{epoch: t.epoch, holder: t.holder, grantedAt: t.start, expiresAt: max(t.end, o.tick+o.ttl), lastTick: o.tick}
 		if o.kind == pkRelease {
 			next.holder, next.expiresAt = "", o.tick
 		}
@@ -195,7 +196,7 @@ func (c *pkChecker) authority(resource string, ops []*pkOp, row pkRow, found boo
 		if !live {
 			c.fail("%v succeeded, but epoch %d was live only at ticks %d..%d", o, t.epoch, t.start, t.end-1)
 		}
-		if o.kind == pkRenew && (*o.lease != leases.Lease{Resource: resource, Holder: t.holder, Epoch: t.epoch, GrantedAt: t.start, ExpiresAt: o.tick + o.ttl}) {
+		if o.kind == pkRenew && (*o.lease != leases.Lease{Resource: resource, Holder: t.holder, Epoch: t.epoch, GrantedAt: t.start, ExpiresAt: next.expiresAt}) {
 			c.fail("%v was answered with %+v", o, *o.lease)
 		}
 		t.end, t.sure, t.final = next.expiresAt, next.expiresAt, next
