@@ -75,7 +75,7 @@ func TestExploreCountsEverySchedule(t *testing.T) {
 		for _, p := range tc.protocols {
 			t.Run(fmt.Sprintf("%s %+v", p, bounds), func(t *testing.T) {
 				ctx := context.Background()
-				x, done, err := newExplorer(ctx, bounds, p, nil)
+				x, done, err := newExplorer(ctx, bounds, p, faults{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -84,7 +84,7 @@ func TestExploreCountsEverySchedule(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				naive := bruteForce(t, bounds, p)
+				naive := bruteForce(t, bounds, p, faults{})
 				if memoised.schedules != naive.schedules || memoised.count != naive.count {
 					t.Fatalf("memoised: %d schedules, counts %v; one by one: %d, %v",
 						memoised.schedules, memoised.count, naive.schedules, naive.count)
@@ -111,10 +111,10 @@ type naiveTally struct {
 
 // bruteForce enumerates every schedule, rebuilding every prefix from an
 // empty database: no memo, no intermediate snapshots.
-func bruteForce(t *testing.T, bounds Bounds, p Protocol) naiveTally {
+func bruteForce(t *testing.T, bounds Bounds, p Protocol, f faults) naiveTally {
 	t.Helper()
 	ctx := context.Background()
-	x, done, err := newExplorer(ctx, bounds, p, nil)
+	x, done, err := newExplorer(ctx, bounds, p, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,32 +167,6 @@ func actionsOf(s *suffix) []int8 {
 		actions = append(actions, s.action)
 	}
 	return actions
-}
-
-// earlyAuthority grants one tick early: it is told the tick after the real
-// one. It exists to prove that the explorer's I1 check can fail.
-type earlyAuthority struct{ acquirer }
-
-func (e earlyAuthority) Acquire(ctx context.Context, resource, holder string, now, ttl int64) (leases.Lease, error) {
-	return e.acquirer.Acquire(ctx, resource, holder, now+1, ttl)
-}
-
-// The checks can fail: an authority that grants one tick early breaks I1,
-// and the explorer says so with a counterexample.
-func TestExploreCatchesAnAuthorityThatGrantsEarly(t *testing.T) {
-	early := func(a acquirer) acquirer { return earlyAuthority{a} }
-	figures, _, err := exploreProtocol(context.Background(), DefaultBounds, Fenced, early)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if figures.Violations.I1 == 0 {
-		t.Fatalf("violations %+v; want I1 violations from an authority that grants early", figures.Violations)
-	}
-	if !slices.ContainsFunc(figures.Counterexamples, func(c Counterexample) bool {
-		return c.Property == propertyNames[propOneLiveLease]
-	}) {
-		t.Fatalf("no I1 counterexample among %+v", figures.Counterexamples)
-	}
 }
 
 func TestExploreRejectsBadBounds(t *testing.T) {
