@@ -26,7 +26,10 @@ func (w figuresWanted) byProperty() [numProperties]int64 {
 // from an empty database; the explorer must match them and hard-coded
 // figures both. Without faults, fenced on these bounds has a gap and
 // nothing else; unfenced is itself the broken receiver for I3, I5 and
-// lost updates.
+// lost updates. The broken observes never answer stale, so no worker stops
+// early: 140 schedules, not 126, which is the count derived in
+// TestExploreScheduleCountsAtEdgeBounds without the 2·(10-3) schedules in
+// which a stale observe cuts the old holder's three steps short.
 func TestExploreCatchesEachBrokenPart(t *testing.T) {
 	early := func(a acquirer) acquirer { return earlyAuthority{a} }
 	firstEpoch := func(a acquirer) acquirer { return firstEpochAuthority{a} }
@@ -54,6 +57,9 @@ func TestExploreCatchesEachBrokenPart(t *testing.T) {
 			figuresWanted{schedules: 56, violations: Violations{I3: 10, I5: 10}, lost: 10, gaps: 10}},
 		{"nothing broken, fence before acting", FenceBeforeActingProtocol, smallFBA, faults{},
 			figuresWanted{schedules: 126, gaps: 12}},
+		{"I3 on observe: a receiver whose observe, superseded, lowers the fence", FenceBeforeActingProtocol, smallFBA,
+			faults{receiver: newFenceLoweringObserveReceiver},
+			figuresWanted{schedules: 140, violations: Violations{I3: 20}, gaps: 12}},
 		{"I5, stale after read: a receiver whose observe records nothing", FenceBeforeActingProtocol, smallFBA,
 			faults{receiver: newForgetfulObserveReceiver},
 			figuresWanted{schedules: 140, violations: Violations{I5: 50}, gaps: 12, afterRead: 30}},

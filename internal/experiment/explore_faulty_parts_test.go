@@ -74,3 +74,21 @@ func (f forgetfulObserveReceiver) Observe(ctx context.Context, resource string, 
 	}
 	return leases.WriteResult{Outcome: leases.Accepted, Record: record}, nil
 }
+
+// fenceLoweringObserveReceiver is a fenced receiver that, asked to observe
+// an epoch below its fence, says it accepted it and answers with the fence
+// at that lower epoch, although it stored nothing. It breaks I3 as the
+// receiver reports it, on the observe path.
+type fenceLoweringObserveReceiver struct{ *sqlitestore.Receiver }
+
+func newFenceLoweringObserveReceiver(store *sqlitestore.Store) leases.Receiver {
+	return fenceLoweringObserveReceiver{store.Receiver(leases.Fenced)}
+}
+
+func (f fenceLoweringObserveReceiver) Observe(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
+	result, err := f.Receiver.Observe(ctx, resource, epoch)
+	if err == nil && result.Outcome == leases.Stale {
+		result.Outcome, result.Record.Epoch = leases.Accepted, epoch
+	}
+	return result, err
+}
