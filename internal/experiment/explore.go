@@ -71,7 +71,7 @@ func Explore(ctx context.Context, bounds Bounds) (*Exploration, ExploreStats, er
 	}
 	ex := &Exploration{Bounds: bounds}
 	for _, p := range protocols {
-		figures, s, err := exploreProtocol(ctx, bounds, p, nil)
+		figures, s, err := exploreProtocol(ctx, bounds, p, faults{})
 		if err != nil {
 			return nil, stats, fmt.Errorf("explore %s: %w", p, err)
 		}
@@ -83,10 +83,22 @@ func Explore(ctx context.Context, bounds Bounds) (*Exploration, ExploreStats, er
 	return ex, stats, nil
 }
 
-// exploreProtocol explores one protocol; faulty, when set, replaces the
-// authority (tests use it to show that the checks can fail).
-func exploreProtocol(ctx context.Context, bounds Bounds, p Protocol, faulty func(acquirer) acquirer) (ProtocolFigures, ExploreStats, error) {
-	x, done, err := newExplorer(ctx, bounds, p, faulty)
+// faults breaks the real authority or receiver on purpose: tests use it to
+// show that each of the explorer's checks can fail. The zero value breaks
+// nothing. A broken part must still answer as a function of the database's
+// rows and its arguments alone, or the memo would be wrong.
+type faults struct {
+	// authority, when set, wraps the real authority.
+	authority func(acquirer) acquirer
+	// receiver, when set, makes the receiver from the store in place of
+	// the protocol's real one.
+	receiver func(*sqlitestore.Store) leases.Receiver
+}
+
+// exploreProtocol explores one protocol with the given faults (none in the
+// command).
+func exploreProtocol(ctx context.Context, bounds Bounds, p Protocol, f faults) (ProtocolFigures, ExploreStats, error) {
+	x, done, err := newExplorer(ctx, bounds, p, f)
 	if err != nil {
 		return ProtocolFigures{}, ExploreStats{}, err
 	}
@@ -111,7 +123,7 @@ func exploreProtocol(ctx context.Context, bounds Bounds, p Protocol, faulty func
 		if total.best[prop] == nil {
 			continue
 		}
-		schedule, err := replay(ctx, bounds, p, faulty, total.best[prop], prop)
+		schedule, err := replay(ctx, bounds, p, f, total.best[prop], prop)
 		if err != nil {
 			return ProtocolFigures{}, ExploreStats{}, err
 		}
@@ -143,7 +155,7 @@ type stateKey struct {
 	rows  string
 }
 
-func newExplorer(ctx context.Context, bounds Bounds, p Protocol, faulty func(acquirer) acquirer) (*explorer, func(), error) {
+func newExplorer(ctx context.Context, bounds Bounds, p Protocol, f faults) (*explorer, func(), error) {
 	store, err := sqlitestore.Open(ctx, ":memory:", sqlitestore.DefaultBusyTimeout)
 	if err != nil {
 		return nil, nil, err
@@ -153,11 +165,15 @@ func newExplorer(ctx context.Context, bounds Bounds, p Protocol, faulty func(acq
 		mode = leases.Unfenced
 	}
 	var auth acquirer = store.Authority()
-	if faulty != nil {
-		auth = faulty(auth)
+	if f.authority != nil {
+		auth = f.authority(auth)
+	}
+	var receiver leases.Receiver = store.Receiver(mode)
+	if f.receiver != nil {
+		receiver = f.receiver(store)
 	}
 	x := &explorer{
-		model: model{bounds: bounds, protocol: p, authority: auth, receiver: store.Receiver(mode)},
+		model: model{bounds: bounds, protocol: p, authority: auth, receiver: receiver},
 		store: store, memo: map[stateKey]*tally{},
 	}
 	return x, func() { _ = store.Close() }, nil
@@ -215,8 +231,8 @@ func (x *explorer) visit(ctx context.Context, s modelState) (*tally, error) {
 
 // replay runs one schedule from the start on a fresh database, describing
 // each step, and confirms that it has the property it was chosen for.
-func replay(ctx context.Context, bounds Bounds, p Protocol, faulty func(acquirer) acquirer, schedule *suffix, prop property) ([]string, error) {
-	x, done, err := newExplorer(ctx, bounds, p, faulty)
+func replay(ctx context.Context, bounds Bounds, p Protocol, f faults, schedule *suffix, prop property) ([]string, error) {
+	x, done, err := newExplorer(ctx, bounds, p, f)
 	if err != nil {
 		return nil, err
 	}
