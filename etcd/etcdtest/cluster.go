@@ -156,14 +156,16 @@ func (c *Cluster) Endpoints() []string {
 	return endpoints
 }
 
-// Client returns a client of the whole cluster: every member's endpoint.
-// Close closes it if the caller has not.
+// Client returns a client of the whole cluster (every member's endpoint)
+// once it has reached a member, waiting no longer than ctx. Close closes
+// it if the caller has not.
 func (c *Cluster) Client(ctx context.Context) (*clientv3.Client, error) {
 	return c.newClient(ctx, c.Endpoints())
 }
 
-// MemberClient returns a client that talks to member i only. Close closes
-// it if the caller has not.
+// MemberClient returns a client that talks to member i only, once the
+// member has answered it, waiting no longer than ctx. Close closes it if
+// the caller has not.
 func (c *Cluster) MemberClient(ctx context.Context, i int) (*clientv3.Client, error) {
 	if i < 0 || i >= len(c.members) {
 		return nil, fmt.Errorf("etcdtest: no member %d in a cluster of %d", i, len(c.members))
@@ -173,15 +175,22 @@ func (c *Cluster) MemberClient(ctx context.Context, i int) (*clientv3.Client, er
 
 func (c *Cluster) newClient(ctx context.Context, endpoints []string) (*clientv3.Client, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil, errors.New("etcdtest: cluster closed")
 	}
-	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, Context: ctx, Logger: zap.NewNop()})
+	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, Logger: zap.NewNop()})
+	if err == nil {
+		c.clients = append(c.clients, client)
+	}
+	c.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("etcdtest: client of %v: %w", endpoints, err)
 	}
-	c.clients = append(c.clients, client)
+	// clientv3.New does not connect; one round trip shows it can.
+	if _, err := client.MemberList(ctx); err != nil {
+		return nil, fmt.Errorf("etcdtest: client of %v: %w", endpoints, err)
+	}
 	return client, nil
 }
 
