@@ -204,3 +204,32 @@ func TestNothingLeftAfterRelease(t *testing.T) {
 		t.Fatalf("etcd leases left: %+v, %v; want none", leasesLeft, err)
 	}
 }
+
+// What one store remembers never decides an answer: after another store
+// (another process) changed a resource, a refusal or a replay that the
+// first store's last view would give is not given; the answer is decided
+// on what etcd holds.
+func TestAnswersAreDecidedOnWhatEtcdHolds(t *testing.T) {
+	ctx, cs := testContext(t), clients(t)
+	x := etcd.New(cs[0], etcd.Options{Prefix: prefix(t)})
+	y := etcd.New(cs[1], etcd.Options{Prefix: prefix(t)})
+	held, err := x.Authority().Acquire(ctx, "r", "A", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := y.Authority().Release(ctx, held, 5); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := x.Authority().Acquire(ctx, "r", "B", 6, 10); err != nil || got != leaseOf("r", "B", 2, 6, 16) {
+		t.Fatalf("acquire after another store's release: %+v, %v; want epoch 2 granted", got, err)
+	}
+	if _, err := x.Receiver(leases.Fenced).Write(ctx, "r", 1, "v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := y.Receiver(leases.Fenced).Write(ctx, "r", 2, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := x.Receiver(leases.Fenced).Write(ctx, "r", 1, "v"); err != nil || got.Outcome != leases.Stale || got.Record != written(2, "w") {
+		t.Fatalf("resend of epoch 1 after another store wrote epoch 2: %+v, %v; want stale", got, err)
+	}
+}
