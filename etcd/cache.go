@@ -25,9 +25,16 @@ import "sync"
 // So every answer is decided on the value the key had at one revision of
 // the cluster, exactly as with a read before the transaction.
 //
-// Measured (BenchmarkStore, three members on one machine; see README):
-// the optimistic path takes one round trip where a read-first design
-// takes two, for every operation whose guess is right.
+// Measured (bench_test.go: three members in one process on a shared
+// two-core machine, each call timed against a bare one-key Txn put in
+// alternation; medians of three runs of 400 calls): with the cache,
+// Acquire 1.09x the bare put, Renew 0.87x, fenced Write 1.05x, Release
+// 1.78x and guarded Write 1.40x (both timed right after an untimed
+// Acquire of the same key, and still one transaction each: counted);
+// reading first, 1.84x to 2.10x for every one of them. Acquire+Release is
+// 1.08x etcd's Mutex Lock+Unlock on one session (1.74x reading first) and
+// 0.65x with a session per lock. Kept: one round trip instead of two, and
+// correct by the argument above.
 type cache struct {
 	mu   sync.Mutex
 	seen map[string]view
