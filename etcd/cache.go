@@ -1,0 +1,92 @@
+package etcd
+
+import "sync"
+
+// cache remembers, per key, the last value and revision this store saw:
+// written by its own transactions or returned by their reads. It is a
+// guess and nothing more.
+//
+// Why have it: a decision needs the key's current value. Reading it first
+// and then sending the transaction costs two round trips to the leader.
+// With a guess, the transaction goes at once: If(ModRevision == guessed
+// revision) Then(Put the decision) Else(Get the key). While the guess is
+// right (this process was the last to change the key, the common case for
+// a lease holder renewing, releasing or writing) that is one round trip;
+// when it is wrong, the compare fails, nothing is written, the Else
+// returns the current value, and the decision is made again on it: two
+// round trips, as a read would have cost.
+//
+// What keeps it safe: no answer ever rests on the guess alone. A write is
+// committed only if the compare proves the guess current at the
+// transaction's revision. A refusal, or an outcome that writes nothing
+// (replay, conflict, stale, not-live), is confirmed by a transaction with
+// the same compare and no write (If(...) Else(Get)): if the guess was
+// stale the Else brings the current value and the decision is made again.
+// So every answer is decided on the value the key had at one revision of
+// the cluster, exactly as with a read before the transaction.
+//
+// Measured (bench_test.go: three members in one process on a shared
+// two-core machine, each call timed against a bare one-key Txn put in
+// alternation; medians of three runs of 400 calls): with the cache,
+// Acquire 1.09x the bare put, Renew 0.87x, fenced Write 1.05x, Release
+// 1.78x and guarded Write 1.40x (both timed right after an untimed
+// Acquire of the same key, and still one transaction each: counted);
+// reading first, 1.84x to 2.10x for every one of them. Acquire+Release is
+// 1.08x etcd's Mutex Lock+Unlock on one session (1.74x reading first) and
+// 0.65x with a session per lock. Kept: one round trip instead of two, and
+// correct by the argument above.
+type cache struct {
+	mu   sync.Mutex
+	seen map[string]view
+}
+
+// maxCached bounds the cache: a process that touches many resources keeps
+// guesses only for some of them, and pays a second round trip for others.
+const maxCached = 4096
+
+// guess returns the cached view of each key, or an absent one.
+func (c *cache) guess(keys []string) []view {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	views := make([]view, len(keys))
+	for i, key := range keys {
+		if v, ok := c.seen[key]; ok {
+			views[i] = v
+		} else {
+			views[i] = view{key: key}
+		}
+	}
+	return views
+}
+
+// remember keeps views that are current at their revision, unless a newer
+// one is kept already (two calls of this store may finish out of order).
+func (c *cache) remember(views ...view) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]view{}
+	}
+	for _, v := range views {
+		if v.rev == 0 || c.seen[v.key].rev >= v.rev {
+			continue // absent keys are the default guess already
+		}
+		if _, ok := c.seen[v.key]; !ok && len(c.seen) >= maxCached {
+			for old := range c.seen { // any one: the map's order is random
+				delete(c.seen, old)
+				break
+			}
+		}
+		c.seen[v.key] = v
+	}
+}
+
+// forget drops the guesses for keys, after a transaction whose outcome is
+// unknown.
+func (c *cache) forget(keys []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, key := range keys {
+		delete(c.seen, key)
+	}
+}

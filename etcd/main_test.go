@@ -1,0 +1,94 @@
+package etcd_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"leases/etcd"
+	"leases/etcd/etcdtest"
+)
+
+// The tests of this package share one three-member cluster, started by the
+// first test that needs it and closed after the last; each test works
+// under a key prefix of its own, so that none sees another's keys. Tests
+// that stop members start a cluster of their own.
+var shared struct {
+	once    sync.Once
+	cluster *etcdtest.Cluster
+	err     error
+	dir     string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.cluster != nil {
+		if err := shared.cluster.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "close the shared cluster:", err)
+			code = 1
+		}
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// sharedCluster starts the shared cluster on first use, bounded by the
+// calling test's context.
+func sharedCluster(t testing.TB) *etcdtest.Cluster {
+	t.Helper()
+	shared.once.Do(func() {
+		if shared.dir, shared.err = os.MkdirTemp("", "leases-etcd-"); shared.err != nil {
+			return
+		}
+		shared.cluster, shared.err = etcdtest.Start(testContext(t), shared.dir, 3)
+	})
+	if shared.err != nil {
+		t.Fatalf("start the shared cluster: %v", shared.err)
+	}
+	return shared.cluster
+}
+
+// testContext ends a little before the test's deadline, so that a hang
+// fails with a message; it bounds waits and never paces anything.
+func testContext(t testing.TB) context.Context {
+	t.Helper()
+	ctx := context.Background()
+	if tt, ok := t.(*testing.T); ok {
+		if deadline, ok := tt.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, deadline.Add(-time.Until(deadline)/10))
+			t.Cleanup(cancel)
+		}
+	}
+	return ctx
+}
+
+// client returns a client of every member of the shared cluster.
+func client(t testing.TB) *clientv3.Client {
+	t.Helper()
+	c, err := sharedCluster(t).Client(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// prefix is a key prefix of the test's own.
+func prefix(t testing.TB) string {
+	return "/test/" + strings.ReplaceAll(t.Name(), "/", "|") + "/"
+}
+
+// newStore is a store on the shared cluster under the test's own prefix.
+func newStore(t testing.TB) *etcd.Store {
+	t.Helper()
+	return etcd.New(client(t), etcd.Options{Prefix: prefix(t)})
+}

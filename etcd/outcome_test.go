@@ -1,0 +1,84 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"leases"
+	"leases/etcd"
+	"leases/etcd/etcdtest"
+)
+
+// The three kinds of errors, on a cluster of the test's own that loses its
+// quorum: a call whose context ended before anything was sent fails before
+// commit; a read that cannot complete fails before commit; a transaction
+// with a write that was sent and got no answer is ErrOutcomeUnknown, an
+// acquire then returning the lease it would have granted. The store goes
+// on afterwards, once the quorum is back.
+func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
+	ctx := testContext(t)
+	cluster, err := etcdtest.Start(ctx, t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Close() })
+	const survivor = 0
+	c, err := cluster.MemberClient(ctx, survivor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := etcd.New(c, etcd.Options{})
+	a := store.Authority()
+	held, err := a.Acquire(ctx, "r", "A", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := a.Renew(cancelled, held, 1, 100); !errors.Is(err, context.Canceled) || errors.Is(err, leases.ErrOutcomeUnknown) {
+		t.Fatalf("renew with an ended context: %v; want context.Canceled, not an unknown outcome", err)
+	}
+
+	for _, i := range []int{1, 2} {
+		if err := cluster.Stop(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Without a quorum nothing completes: this bound is what ends each
+	// call, not a guess at how long a working call takes.
+	noQuorum := func() context.Context {
+		ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	readFirst := etcd.ReadFirst(etcd.New(c, etcd.Options{})).Authority()
+	if _, err := readFirst.Renew(noQuorum(), held, 1, 100); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, leases.ErrOutcomeUnknown) {
+		t.Fatalf("renew whose read cannot complete: %v; want a failure before commit", err)
+	}
+	if _, err := a.Renew(noQuorum(), held, 1, 100); !errors.Is(err, leases.ErrOutcomeUnknown) {
+		t.Fatalf("renew whose transaction was sent: %v; want ErrOutcomeUnknown", err)
+	}
+	wouldBe, err := a.Acquire(noQuorum(), "fresh", "A", 1, 10)
+	if !errors.Is(err, leases.ErrOutcomeUnknown) || wouldBe != leaseOf("fresh", "A", 1, 1, 11) {
+		t.Fatalf("acquire whose transaction was sent: %+v, %v; want the would-be lease and ErrOutcomeUnknown", wouldBe, err)
+	}
+
+	for _, i := range []int{1, 2} {
+		if err := cluster.Restart(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Either outcome may have taken effect; the same store sees which.
+	switch again, err := a.Acquire(ctx, "fresh", "A", 1, 10); {
+	case errors.Is(err, leases.ErrLeaseHeld):
+	case err == nil && again == wouldBe:
+	default:
+		t.Fatalf("acquire again after the quorum came back: %+v, %v; want ErrLeaseHeld or the same lease", again, err)
+	}
+	if _, err := a.Renew(ctx, held, 2, 100); err != nil {
+		t.Fatalf("renew after the quorum came back: %v", err)
+	}
+}
