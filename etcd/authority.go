@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"leases"
 	"leases/internal/rules"
 )
@@ -90,4 +92,48 @@ func (a *authority) Release(ctx context.Context, held leases.Lease, now int64) e
 		return fmt.Errorf("release %q for %q at tick %d: %w", held.Resource, held.Holder, now, err)
 	}
 	return nil
+}
+
+// Holder implements [leases.Authority.Holder] with one linearizable read.
+func (a *authority) Holder(ctx context.Context, resource string, now int64) (leases.Lease, bool, error) {
+	if err := rules.First(rules.CheckName("resource", resource), rules.CheckTick(now)); err != nil {
+		return leases.Lease{}, false, err
+	}
+	views, err := a.store.read(ctx, a.store.key(authorityKind, resource))
+	if err != nil {
+		return leases.Lease{}, false, fmt.Errorf("holder of %q at tick %d: %w", resource, now, rules.BeforeCommit(ctx, err))
+	}
+	row, found, err := decodeRow(views[0])
+	if err != nil {
+		return leases.Lease{}, false, fmt.Errorf("holder of %q at tick %d: %w", resource, now, err)
+	}
+	lease, live := rules.Holder(row, found, resource, now)
+	return lease, live, nil
+}
+
+// Changed implements [leases.Watcher] with an etcd watch on the resource's
+// row, from the revision after a read made by this call: any process's
+// grant, renewal or release committed after the call closes the channel.
+func (a *authority) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
+	if err := rules.CheckName("resource", resource); err != nil {
+		return nil, err
+	}
+	key := a.store.key(authorityKind, resource)
+	resp, err := a.store.client.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("watch %q: %w", resource, rules.BeforeCommit(ctx, err))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	events := a.store.client.Watch(ctx, key, clientv3.WithRev(resp.Header.Revision+1))
+	changed := make(chan struct{})
+	go func() {
+		defer close(changed)
+		defer cancel()
+		for resp := range events {
+			if len(resp.Events) > 0 || resp.Err() != nil {
+				return // a change, or a watch that broke: look again either way
+			}
+		}
+	}()
+	return changed, nil
 }

@@ -42,7 +42,7 @@ func (g *guarded) Write(ctx context.Context, held leases.Lease, now int64, value
 		return encode(key, result.Record)
 	})
 	if err != nil {
-		return leases.WriteResult{}, fmt.Errorf("guarded write %q for %q at tick %d: %w", held.Resource, held.Holder, now, err)
+		return leases.WriteResult{}, fmt.Errorf("guarded write %q at epoch %d at tick %d: %w", held.Resource, held.Epoch, now, err)
 	}
 	return result, nil
 }
