@@ -21,7 +21,10 @@ type Worker struct {
 	stdin   *os.File
 	replies chan replyLine
 	stderr  tailBuffer
-	exited  chan struct{} // closed once the process has been reaped
+	exited  chan struct{} // closed once the process has been waited for
+	// waitErr is why waiting for the process failed, leaving its exit
+	// status unknown (cmd.ProcessState nil); set before exited is closed.
+	waitErr error
 }
 
 type replyLine struct {
@@ -64,10 +67,7 @@ func StartWorker(ctx context.Context, name, dbPath string, started func(pid int)
 		started(w.cmd.Process.Pid)
 	}
 	go w.readReplies(stdout)
-	go func() {
-		_ = w.cmd.Wait()
-		close(w.exited)
-	}()
+	go w.wait()
 	if closeErr != nil {
 		w.Kill()
 		return nil, closeErr
@@ -83,6 +83,29 @@ func StartWorker(ctx context.Context, name, dbPath string, started func(pid int)
 	}
 	w.pid = hello.PID
 	return w, nil
+}
+
+// wait waits for the process to end and closes exited. When waiting fails
+// (waitid itself failed), how the process ended is unknown and it may not
+// even have ended: it is killed, so that no worker outlives a controller
+// that lost track of it, and reaped if a second wait succeeds.
+func (w *Worker) wait() {
+	defer close(w.exited)
+	err := w.cmd.Wait()
+	if w.cmd.ProcessState != nil {
+		return // it ended; a non-zero status is read from ProcessState
+	}
+	w.waitErr = err
+	_ = w.cmd.Process.Kill()
+	_, _ = w.cmd.Process.Wait()
+}
+
+// ended describes how the process ended; call it once exited is closed.
+func (w *Worker) ended() string {
+	if w.waitErr != nil {
+		return "exit status unknown: " + w.waitErr.Error()
+	}
+	return w.cmd.ProcessState.String()
 }
 
 func (w *Worker) readReplies(stdout *os.File) {
@@ -125,7 +148,7 @@ func (w *Worker) receive(ctx context.Context) (reply, error) {
 				return reply{}, fmt.Errorf("worker %s closed its output but did not exit: %w", w.name, context.Cause(ctx))
 			case <-w.exited:
 			}
-			return reply{}, fmt.Errorf("worker %s ended unexpectedly (%v)%s", w.name, w.cmd.ProcessState, w.stderr.suffix())
+			return reply{}, fmt.Errorf("worker %s ended unexpectedly (%s)%s", w.name, w.ended(), w.stderr.suffix())
 		}
 		var r reply
 		if err := json.Unmarshal(got.line, &r); err != nil {
@@ -148,6 +171,9 @@ func (w *Worker) Exit(ctx context.Context) error {
 	}
 	if err := w.Abandon(ctx); err != nil {
 		return err
+	}
+	if w.waitErr != nil {
+		return fmt.Errorf("worker %s: cannot learn its exit status: %w", w.name, w.waitErr)
 	}
 	if !w.cmd.ProcessState.Success() {
 		return fmt.Errorf("worker %s exited with %v%s", w.name, w.cmd.ProcessState, w.stderr.suffix())
