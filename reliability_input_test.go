@@ -104,6 +104,10 @@ func TestCommandRefusesBadInput(t *testing.T) {
 	if err := os.Symlink(checked, linked); err != nil {
 		t.Fatal(err)
 	}
+	dangling, dirLink := filepath.Join(dir, "dangling.json"), filepath.Join(dir, "dir-link")
+	if err := errors.Join(os.Symlink("absent.json", dangling), os.Symlink(dir, dirLink)); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "out.json")
 	usage := []struct {
 		name string
@@ -128,6 +132,9 @@ func TestCommandRefusesBadInput(t *testing.T) {
 		{"JSON then garbage", []string{"--check", write("trailing.json", string(valid)+"x")}},
 		{"a directory as --check", []string{"--check", dir}},
 		{"--output into a missing directory", []string{"--output", filepath.Join(dir, "missing", "out.json")}},
+		{"--output a directory", []string{"--output", dir}},
+		{"--output a link to a directory", []string{"--output", dirLink}},
+		{"--output a link to nothing", []string{"--output", dangling}},
 		{"--output onto the --check file", []string{"--check", checked, "--output", checked}},
 		{"--output onto a link to the --check file", []string{"--check", checked, "--output", linked}},
 	}

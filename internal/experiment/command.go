@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -26,7 +25,8 @@ const usage = `usage: run-experiment [--output FILE] [--check FILE] [--timeout D
 
 Reruns every scenario with real worker processes on fresh temporary
 databases and writes the semantic result as JSON to --output (standard
-output when absent). With --check, compares it with FILE byte for byte.
+output when absent or -; a device or FIFO is written in place, a regular
+file replaced atomically). With --check, compares it with FILE byte for byte.
 --workers, --ttl and --last-tick bound the exploration of every schedule;
 results.json was made with the defaults. --timings prints, on standard
 error, how long each part took next to what it costs at the least here.
@@ -41,7 +41,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int { return failf(stderr, code, format, a...) }
 	flags := flag.NewFlagSet("run-experiment", flag.ContinueOnError)
 	flags.SetOutput(io.Discard) // one-line errors, below
-	output := flags.String("output", "", "write the JSON `FILE` (default: standard output)")
+	output := flags.String("output", "", "write the JSON `FILE` (default, or -: standard output)")
 	check := flags.String("check", "", "compare the rerun with `FILE`; exit 1 if they differ")
 	timeout := flags.Duration("timeout", DefaultTimeout, "fail a run that hangs longer than `DURATION`")
 	timings := flags.Bool("timings", false, "print the run's time, part by part, next to its floors, on standard error")
@@ -81,7 +81,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		expected = data
 	}
-	if *output != "" {
+	if *output != "" && *output != stdoutName {
 		if err := checkOutputPath(*output, *check); err != nil {
 			return fail(ExitUsage, "%v", err)
 		}
@@ -97,11 +97,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(ExitFailed, "encode results: %v", err)
 	}
-	if *output == "" {
-		if _, err := stdout.Write(got); err != nil {
-			return fail(ExitFailed, "write results: %v", err)
-		}
-	} else if err := writeFileAtomically(*output, got); err != nil {
+	if err := writeOutput(*output, stdout, got); err != nil {
 		return fail(ExitFailed, "write results: %v", err)
 	}
 	for _, sc := range results.Scenarios {
@@ -144,46 +140,6 @@ func compareResults(stderr io.Writer, check string, expected []byte, expectedTre
 func failf(stderr io.Writer, code int, format string, a ...any) int {
 	fmt.Fprintf(stderr, "run-experiment: "+format+"\n", a...)
 	return code
-}
-
-// checkOutputPath refuses an output that would overwrite the file being
-// checked, or that cannot be written because its directory is missing.
-func checkOutputPath(output, check string) error {
-	dir := filepath.Dir(output)
-	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
-		return fmt.Errorf("--output directory %s does not exist", dir)
-	}
-	if check == "" {
-		return nil
-	}
-	same := filepath.Clean(output) == filepath.Clean(check)
-	if outInfo, err := os.Stat(output); err == nil {
-		if checkInfo, err := os.Stat(check); err == nil && os.SameFile(outInfo, checkInfo) {
-			same = true
-		}
-	}
-	if same {
-		return fmt.Errorf("--output and --check name the same file %s; the file being checked is never overwritten", check)
-	}
-	return nil
-}
-
-// writeFileAtomically replaces path only once the whole content is on
-// disk, so an interrupted run never leaves half a file.
-func writeFileAtomically(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	err = errors.Join(err, tmp.Chmod(0o644), tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return errors.Join(err, os.Remove(tmp.Name()))
-	}
-	return nil
 }
 
 // Summary is one human-readable line: the protocol's figures.
