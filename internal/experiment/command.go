@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -36,9 +37,33 @@ Exit status: 0 match, 1 mismatch, 2 usage error or bad file,
 
 `
 
-// Main is the command run-experiment. It returns the exit status.
+// Command is the whole of cmd/run-experiment, for its main and for a test
+// binary that plays the command: it turns the process into a worker when
+// it was started as one (the command re-executes itself as its workers);
+// otherwise it runs Main on the process's arguments, with SIGINT and
+// SIGTERM cancelling the run, so that an interrupted run still kills its
+// workers and removes its temporary directories. It returns the exit
+// status.
+func Command() int {
+	RunWorkerIfRequested()
+	ctx, stop := cancelOnSignal(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// Main is the command run-experiment. It returns the exit status. Once ctx
+// is done, the command reports why (context.Cause: the signal that
+// interrupted it, say), not the error of the operation it interrupted.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int { return failf(stderr, code, format, a...) }
+	// What an interrupted operation returns is only a consequence; once
+	// ctx is done, its cause (the signal, say) is the one line.
+	failed := func(what string, err error) int {
+		if ctx.Err() != nil {
+			return fail(ExitFailed, "%v", context.Cause(ctx))
+		}
+		return fail(ExitFailed, "%s: %v", what, err)
+	}
 	flags := flag.NewFlagSet("run-experiment", flag.ContinueOnError)
 	flags.SetOutput(io.Discard) // one-line errors, below
 	output := flags.String("output", "", "write the JSON `FILE` (default, or -: standard output)")
@@ -90,15 +115,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	var stats RunStats
 	results, err := Run(ctx, Options{Timeout: *timeout, Bounds: bounds, Stats: &stats})
+	if err == nil {
+		err = ctx.Err() // it finished as it was interrupted: write nothing
+	}
 	if err != nil {
-		return fail(ExitFailed, "experiment failed: %v", err)
+		return failed("experiment failed", err)
 	}
 	got, err := Encode(results)
 	if err != nil {
-		return fail(ExitFailed, "encode results: %v", err)
+		return failed("encode results", err)
 	}
 	if err := writeOutput(*output, stdout, got); err != nil {
-		return fail(ExitFailed, "write results: %v", err)
+		return failed("write results", err)
 	}
 	for _, sc := range results.Scenarios {
 		fmt.Fprintln(stderr, sc.Summary())
@@ -109,7 +137,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := compareResults(stderr, *check, expected, expectedTree, got)
 	if *timings {
 		if err := printTimings(ctx, stderr, results, &stats, time.Since(start)); err != nil {
-			return fail(ExitFailed, "timings: %v", err)
+			return failed("timings", err)
 		}
 	}
 	return code
