@@ -164,9 +164,11 @@ func compareResults(stderr io.Writer, check string, expected []byte, expectedTre
 	return fail(ExitMismatch, "rerun means the same as %s but its bytes differ (formatting or key spelling); regenerate it with --output", check)
 }
 
-// failf prints the command's one-line error and returns code.
+// failf prints the command's one-line error and returns code. Errors
+// joined with errors.Join stand on one line, separated by "; ".
 func failf(stderr io.Writer, code int, format string, a ...any) int {
-	fmt.Fprintf(stderr, "run-experiment: "+format+"\n", a...)
+	line := strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", "; ")
+	fmt.Fprintf(stderr, "run-experiment: %s\n", line)
 	return code
 }
 

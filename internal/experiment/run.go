@@ -113,7 +113,11 @@ func runScenario(ctx context.Context, def scenarioDef, opts Options) (sc Scenari
 	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario %s: %w", def.name, err)
 	}
-	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+	defer func() {
+		if rmErr := os.RemoveAll(dir); rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("scenario %s: removing its temporary directory: %w", def.name, rmErr))
+		}
+	}()
 
 	dbPath := filepath.Join(dir, "shared.db")
 	// The controller creates the database and keeps its own connection
@@ -122,7 +126,11 @@ func runScenario(ctx context.Context, def scenarioDef, opts Options) (sc Scenari
 	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario %s: %w", def.name, err)
 	}
-	defer func() { err = errors.Join(err, store.Close()) }()
+	defer func() {
+		if closeErr := store.Close(); closeErr != nil {
+			err = errors.Join(err, fmt.Errorf("scenario %s: closing its database: %w", def.name, closeErr))
+		}
+	}()
 
 	if opts.DatabaseCreated != nil {
 		opts.DatabaseCreated(def.name, dbPath)
