@@ -28,6 +28,7 @@ func runCommandProcess(t *testing.T, wrapper, env []string, args ...string) comm
 	if err != nil {
 		t.Fatal(err)
 	}
+	args = append([]string{"--timeout", hangBound(t).String()}, args...)
 	argv := append(append(append([]string(nil), wrapper...), exe), args...)
 	tmp := t.TempDir()
 	// Every process that inherits allGone's write end holds it open; its

@@ -12,10 +12,6 @@ import (
 	"testing"
 )
 
-// smallBounds keep the exploration tiny: these tests are about where the
-// output goes, not what it says.
-var smallBounds = []string{"--workers", "1", "--ttl", "1", "--last-tick", "1"}
-
 // devNullNumbers is makedev(1, 3), /dev/null's major and minor numbers.
 const devNullNumbers = 1<<8 | 3
 
