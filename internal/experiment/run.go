@@ -117,8 +117,15 @@ func runScenario(ctx context.Context, def scenarioDef, opts Options) (sc Scenari
 		return Scenario{}, fmt.Errorf("scenario %s: %w", def.name, err)
 	}
 	defer func() {
-		if rmErr := os.RemoveAll(dir); rmErr != nil {
-			err = errors.Join(err, fmt.Errorf("scenario %s: removing its temporary directory: %w", def.name, rmErr))
+		// A second try, since what stopped the first may have passed (too
+		// many open files while the killed workers' pipes were still
+		// being closed, say); a directory left behind is named.
+		rmErr := os.RemoveAll(dir)
+		if rmErr != nil {
+			rmErr = os.RemoveAll(dir)
+		}
+		if rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("scenario %s: cannot remove its temporary directory %s: %w", def.name, dir, rmErr))
 		}
 	}()
 
