@@ -23,13 +23,18 @@ func RunWorkerIfRequested() {
 	if !ok {
 		return
 	}
-	if err := serveWorker(context.Background(), dbPath, os.Stdin, os.Stdout); err != nil {
-		// The controller quotes this last line when it reports the
-		// worker's end.
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	os.Exit(runWorker(context.Background(), dbPath, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// runWorker serves as a worker and returns its exit status. A worker that
+// exits early says why as its last line on stderr, which the controller
+// quotes when it reports the worker's end.
+func runWorker(ctx context.Context, dbPath string, in io.Reader, out, stderr io.Writer) int {
+	if err := serveWorker(ctx, dbPath, in, out); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
 	}
-	os.Exit(0)
+	return 0
 }
 
 // serveWorker opens its own connection to the database, announces its pid,
