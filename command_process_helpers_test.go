@@ -16,12 +16,18 @@ type commandExit struct {
 	stdout, stderr string
 }
 
-// runCommandProcess runs this test binary as the command run-experiment
-// (see commandEnv) with args, in front of it the wrapper's words (strace
-// and its options) if any, and env added to its environment. TMPDIR is a
-// fresh directory. It returns once every process of the run has exited,
-// and fails the test if one has not or if the run left anything in TMPDIR.
-func runCommandProcess(t *testing.T, wrapper, env []string, args ...string) commandExit {
+// commandProcess is how to run this test binary as the command
+// run-experiment (see commandEnv), in a process of its own.
+type commandProcess struct {
+	wrapper []string // words in front of the command: strace and its options
+	env     []string // KEY=value entries added to its environment
+	tmpDir  string   // its TMPDIR; a fresh directory when empty
+}
+
+// run runs the command with args and returns once every process of the run
+// has exited; it fails the test if one has not or if the run left anything
+// in its TMPDIR.
+func (p commandProcess) run(t *testing.T, args ...string) commandExit {
 	t.Helper()
 	ctx := testContext(t)
 	exe, err := os.Executable()
@@ -29,8 +35,11 @@ func runCommandProcess(t *testing.T, wrapper, env []string, args ...string) comm
 		t.Fatal(err)
 	}
 	args = append([]string{"--timeout", hangBound(t).String()}, args...)
-	argv := append(append(append([]string(nil), wrapper...), exe), args...)
-	tmp := t.TempDir()
+	argv := append(append(append([]string(nil), p.wrapper...), exe), args...)
+	tmp := p.tmpDir
+	if tmp == "" {
+		tmp = t.TempDir()
+	}
 	// Every process that inherits allGone's write end holds it open; its
 	// read end reaches end-of-file only once all of them have exited.
 	allGone, heldByEveryone, err := os.Pipe()
@@ -40,7 +49,7 @@ func runCommandProcess(t *testing.T, wrapper, env []string, args ...string) comm
 	defer allGone.Close()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(append(os.Environ(), commandEnv+"=1", "TMPDIR="+tmp), env...)
+	cmd.Env = append(append(os.Environ(), commandEnv+"=1", "TMPDIR="+tmp), p.env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.ExtraFiles = []*os.File{heldByEveryone} // not close-on-exec: every descendant inherits it
 	// A hung run is ended whole: the command, its workers and strace share

@@ -28,7 +28,7 @@ func TestInterruptedCommand(t *testing.T) {
 		t.Run(tc.at, func(t *testing.T) {
 			t.Parallel()
 			out := filepath.Join(t.TempDir(), "out.json")
-			got := runCommandProcess(t, nil, []string{interruptEnv + "=" + tc.at}, "--output", out)
+			got := commandProcess{env: []string{interruptEnv + "=" + tc.at}}.run(t, "--output", out)
 			if got.code != experiment.ExitFailed || got.stderr != tc.want {
 				t.Fatalf("exit %d, stderr %q; want exit 3 and %q", got.code, got.stderr, tc.want)
 			}
