@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,12 +20,43 @@ import (
 	sqlitedriver "modernc.org/sqlite"
 )
 
-// testTimeout bounds anything a test waits for; it only catches a hang.
-const testTimeout = 30 * time.Second
+// testDeadline is when a test stops waiting for anything that only a hang
+// delays: the test's own deadline (go test -timeout), less a margin so that
+// the test fails with its own message, its workers killed, before go
+// test's timeout ends the whole binary. ok is false when the test has no
+// deadline (-timeout 0): then nothing is bounded. A fixed bound would fire
+// on a slow but working run (a loaded machine, -race).
+func testDeadline(t *testing.T) (deadline time.Time, ok bool) {
+	t.Helper()
+	deadline, ok = t.Deadline()
+	if !ok {
+		return time.Time{}, false
+	}
+	margin := min(10*time.Second, time.Until(deadline)/10)
+	return deadline.Add(-margin), true
+}
 
+// hangBound is how long from now a test may wait (see testDeadline); the
+// longest duration there is when the test has no deadline.
+func hangBound(t *testing.T) time.Duration {
+	t.Helper()
+	deadline, ok := testDeadline(t)
+	if !ok {
+		return math.MaxInt64
+	}
+	return time.Until(deadline)
+}
+
+// testContext is done when the test ends or reaches testDeadline, with a
+// cause that says which bound fired.
 func testContext(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	deadline, ok := testDeadline(t)
+	if !ok {
+		return t.Context()
+	}
+	ctx, cancel := context.WithDeadlineCause(t.Context(), deadline,
+		errors.New("the test's deadline (go test -timeout, less a margin) passed"))
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -125,6 +157,7 @@ func runScenario(t *testing.T, name string) (experiment.Scenario, map[string]int
 	t.Helper()
 	pids := map[string]int{}
 	sc, err := experiment.RunScenario(testContext(t), name, experiment.Options{
+		Timeout:       hangBound(t),
 		WorkerStarted: func(_, worker string, pid int) { pids[worker] = pid },
 	})
 	if err != nil {
@@ -183,19 +216,27 @@ func writeFile(t *testing.T, dir, name, content string) string {
 	return path
 }
 
-// checkTampered runs the command with --check on content and returns its
-// exit status and the last line it printed on stderr.
-func checkTampered(t *testing.T, content string) (code int, lastLine string) {
+// smallBounds keep a run's exploration tiny, for tests of the command that
+// are about where its output goes or how it is checked, not what it says.
+var smallBounds = []string{"--workers", "1", "--ttl", "1", "--last-tick", "1"}
+
+// checkTampered runs the command with --check on content, and args, and
+// returns its exit status and the last line it printed on stderr.
+func checkTampered(t *testing.T, content string, args ...string) (code int, lastLine string) {
 	t.Helper()
 	path := writeFile(t, t.TempDir(), "tampered.json", content)
-	code, _, stderr := runCommand(t, "--check", path, "--output", filepath.Join(t.TempDir(), "out.json"))
+	args = append(args, "--check", path, "--output", filepath.Join(t.TempDir(), "out.json"))
+	code, _, stderr := runCommand(t, args...)
 	return code, stderr[strings.LastIndex(strings.TrimSuffix(stderr, "\n"), "\n")+1:]
 }
 
 // runCommand runs the command in-process; its workers are this test binary.
+// Its --timeout is the test's hang bound (a case's own --timeout, later in
+// args, wins).
 func runCommand(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut strings.Builder
+	args = append([]string{"--timeout", hangBound(t).String()}, args...)
 	code = experiment.Main(testContext(t), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }

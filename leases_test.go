@@ -216,7 +216,7 @@ func holdInsideTransaction(t *testing.T, operation string, op func() error) (res
 	case <-inside:
 	case err := <-done:
 		t.Fatalf("%s finished without reaching its transaction: %v", operation, err)
-	case <-time.After(testTimeout):
+	case <-testContext(t).Done():
 		t.Fatalf("%s never reached its transaction", operation)
 	}
 	return func() error {
@@ -321,6 +321,7 @@ func TestWorkerProcesses(t *testing.T) {
 		for _, name := range []string{experiment.UnfencedReceiver, experiment.FencedReceiver,
 			experiment.ExpiryBeforeReceiverObservationGap, experiment.FenceBeforeActing} {
 			_, err := experiment.RunScenario(testContext(t), name, experiment.Options{
+				Timeout:       hangBound(t),
 				WorkerStarted: func(scenario, worker string, pid int) { pids[pid] = scenario + "/" + worker },
 			})
 			if err != nil {

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"leases/internal/experiment"
@@ -25,6 +28,17 @@ const (
 	// controllerEnv makes this binary a controller that starts two
 	// workers on the named database, prints their pids and waits.
 	controllerEnv = "LEASES_TEST_CONTROLLER_DB"
+	// commandEnv makes this binary the command run-experiment itself,
+	// exactly as cmd/run-experiment runs it (experiment.Command); its
+	// workers are this binary too.
+	commandEnv = "LEASES_TEST_COMMAND"
+	// interruptEnv makes a run of the command interrupt itself, as
+	// POINT:SIGNAL. POINT "scenario": every worker sends SIGNAL to the
+	// command inside each acquire's transaction; "exploration": the
+	// command sends it to itself inside its first acquire, which is the
+	// exploration's (the command's own database calls during the
+	// scenarios only read).
+	interruptEnv = "LEASES_TEST_INTERRUPT_AT"
 )
 
 // TestMain lets the test binary play the worker role: the experiment
@@ -39,13 +53,41 @@ func TestMain(m *testing.M) {
 			}
 		}
 	}
+	point, sig := interruptPoint()
+	if point == "scenario" {
+		sqlitestore.HookInsideTransaction = func(op string) {
+			if op == "acquire" {
+				_ = syscall.Kill(os.Getppid(), sig)
+			}
+		}
+	}
 	// The worker role first: workers inherit the controller's environment,
 	// and must not become controllers in turn.
 	experiment.RunWorkerIfRequested()
 	if dbPath := os.Getenv(controllerEnv); dbPath != "" {
 		os.Exit(playController(dbPath))
 	}
+	if os.Getenv(commandEnv) != "" {
+		sqlitestore.HookInsideTransaction = nil // the workers' hook, not the command's
+		if point == "exploration" {
+			var once sync.Once
+			sqlitestore.HookInsideTransaction = func(string) {
+				once.Do(func() { _ = syscall.Kill(os.Getpid(), sig) })
+			}
+		}
+		os.Exit(experiment.Command())
+	}
 	os.Exit(m.Run())
+}
+
+// interruptPoint reads interruptEnv.
+func interruptPoint() (point string, sig syscall.Signal) {
+	point, name, _ := strings.Cut(os.Getenv(interruptEnv), ":")
+	sig = syscall.SIGINT
+	if name == "SIGTERM" {
+		sig = syscall.SIGTERM
+	}
+	return point, sig
 }
 
 // playController starts two workers that wait for commands, prints their

@@ -153,7 +153,7 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 	t.Cleanup(func() {
 		// Only when the test has failed: end the workers it waited for in vain.
 		for _, pid := range pids {
-			if waitForExit(pid, 0) != nil {
+			if waitForExit(pid, time.Now()) != nil {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
@@ -163,7 +163,8 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = controller.Wait()
-	if err := allGone.SetReadDeadline(time.Now().Add(testTimeout)); err != nil {
+	deadline, _ := testDeadline(t) // none: the zero time, no bound
+	if err := allGone.SetReadDeadline(deadline); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := allGone.Read(make([]byte, 1)); n != 0 || !errors.Is(err, os.ErrClosed) && err.Error() != "EOF" {
@@ -172,9 +173,8 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 	// Closing its files is one of the last things an exiting process does,
 	// not the last: wait on each worker's pidfd, which turns readable only
 	// once the whole process has exited.
-	deadline := time.Now().Add(testTimeout)
 	for _, pid := range pids {
-		if err := waitForExit(pid, time.Until(deadline)); err != nil {
+		if err := waitForExit(pid, deadline); err != nil {
 			t.Errorf("worker %d outlived its controller: %v", pid, err)
 		}
 	}
@@ -184,10 +184,11 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 // architecture; the syscall package does not name it.
 const pidfdOpen = 434
 
-// waitForExit waits until pid has exited (a zombie or gone), for at most
-// within. It needs no parent-child relation: the workers here belong to a
-// controller that is already dead.
-func waitForExit(pid int, within time.Duration) error {
+// waitForExit waits until pid has exited (a zombie or gone), until
+// deadline at most; the zero deadline is no bound. It needs no
+// parent-child relation: the workers here belong to a controller that is
+// already dead.
+func waitForExit(pid int, deadline time.Time) error {
 	fd, _, errno := syscall.Syscall(pidfdOpen, uintptr(pid), 0, 0)
 	if errno == syscall.ESRCH {
 		return nil // already gone and reaped
@@ -206,9 +207,12 @@ func waitForExit(pid int, within time.Duration) error {
 	if err := syscall.EpollCtl(epoll, syscall.EPOLL_CTL_ADD, pidfd, &event); err != nil {
 		return fmt.Errorf("epoll_ctl: %w", err)
 	}
-	deadline := time.Now().Add(within)
 	for {
-		n, err := syscall.EpollWait(epoll, make([]syscall.EpollEvent, 1), int(time.Until(deadline).Milliseconds())+1)
+		msec := -1 // no bound
+		if !deadline.IsZero() {
+			msec = int(max(0, time.Until(deadline).Milliseconds())) + 1
+		}
+		n, err := syscall.EpollWait(epoll, make([]syscall.EpollEvent, 1), msec)
 		if errors.Is(err, syscall.EINTR) {
 			continue // the Go runtime's signals interrupt the wait
 		}
@@ -216,7 +220,7 @@ func waitForExit(pid int, within time.Duration) error {
 			return fmt.Errorf("epoll_wait: %w", err)
 		}
 		if n == 0 {
-			return fmt.Errorf("still running after %v", within)
+			return errors.New("still running at the deadline")
 		}
 		return nil // readable: the process has exited
 	}

@@ -8,22 +8,11 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"leases/internal/experiment"
 )
 
 func main() {
-	// The command re-executes itself as its worker processes.
-	experiment.RunWorkerIfRequested()
-	// An interrupted run still kills its workers and removes its
-	// temporary directory: the signal cancels the run instead of ending
-	// the process outright.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := experiment.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(experiment.Command())
 }

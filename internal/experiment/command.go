@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -26,7 +26,8 @@ const usage = `usage: run-experiment [--output FILE] [--check FILE] [--timeout D
 
 Reruns every scenario with real worker processes on fresh temporary
 databases and writes the semantic result as JSON to --output (standard
-output when absent). With --check, compares it with FILE byte for byte.
+output when absent or -; a device or FIFO is written in place, a regular
+file replaced atomically). With --check, compares it with FILE byte for byte.
 --workers, --ttl and --last-tick bound the exploration of every schedule;
 results.json was made with the defaults. --timings prints, on standard
 error, how long each part took next to what it costs at the least here.
@@ -36,12 +37,36 @@ Exit status: 0 match, 1 mismatch, 2 usage error or bad file,
 
 `
 
-// Main is the command run-experiment. It returns the exit status.
+// Command is the whole of cmd/run-experiment, for its main and for a test
+// binary that plays the command: it turns the process into a worker when
+// it was started as one (the command re-executes itself as its workers);
+// otherwise it runs Main on the process's arguments, with SIGINT and
+// SIGTERM cancelling the run, so that an interrupted run still kills its
+// workers and removes its temporary directories. It returns the exit
+// status.
+func Command() int {
+	RunWorkerIfRequested()
+	ctx, stop := cancelOnSignal(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// Main is the command run-experiment. It returns the exit status. Once ctx
+// is done, the command reports why (context.Cause: the signal that
+// interrupted it, say), not the error of the operation it interrupted.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int { return failf(stderr, code, format, a...) }
+	// What an interrupted operation returns is only a consequence; once
+	// ctx is done, its cause (the signal, say) is the one line.
+	failed := func(what string, err error) int {
+		if ctx.Err() != nil {
+			return fail(ExitFailed, "%v", context.Cause(ctx))
+		}
+		return fail(ExitFailed, "%s: %v", what, err)
+	}
 	flags := flag.NewFlagSet("run-experiment", flag.ContinueOnError)
 	flags.SetOutput(io.Discard) // one-line errors, below
-	output := flags.String("output", "", "write the JSON `FILE` (default: standard output)")
+	output := flags.String("output", "", "write the JSON `FILE` (default, or -: standard output)")
 	check := flags.String("check", "", "compare the rerun with `FILE`; exit 1 if they differ")
 	timeout := flags.Duration("timeout", DefaultTimeout, "fail a run that hangs longer than `DURATION`")
 	timings := flags.Bool("timings", false, "print the run's time, part by part, next to its floors, on standard error")
@@ -81,7 +106,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		expected = data
 	}
-	if *output != "" {
+	if *output != "" && *output != stdoutName {
 		if err := checkOutputPath(*output, *check); err != nil {
 			return fail(ExitUsage, "%v", err)
 		}
@@ -90,19 +115,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	var stats RunStats
 	results, err := Run(ctx, Options{Timeout: *timeout, Bounds: bounds, Stats: &stats})
+	if err == nil {
+		err = ctx.Err() // it finished as it was interrupted: write nothing
+	}
 	if err != nil {
-		return fail(ExitFailed, "experiment failed: %v", err)
+		return failed("experiment failed", err)
 	}
 	got, err := Encode(results)
 	if err != nil {
-		return fail(ExitFailed, "encode results: %v", err)
+		return failed("encode results", err)
 	}
-	if *output == "" {
-		if _, err := stdout.Write(got); err != nil {
-			return fail(ExitFailed, "write results: %v", err)
-		}
-	} else if err := writeFileAtomically(*output, got); err != nil {
-		return fail(ExitFailed, "write results: %v", err)
+	if err := writeOutput(*output, stdout, got); err != nil {
+		return failed("write results", err)
 	}
 	for _, sc := range results.Scenarios {
 		fmt.Fprintln(stderr, sc.Summary())
@@ -113,7 +137,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := compareResults(stderr, *check, expected, expectedTree, got)
 	if *timings {
 		if err := printTimings(ctx, stderr, results, &stats, time.Since(start)); err != nil {
-			return fail(ExitFailed, "timings: %v", err)
+			return failed("timings", err)
 		}
 	}
 	return code
@@ -140,50 +164,12 @@ func compareResults(stderr io.Writer, check string, expected []byte, expectedTre
 	return fail(ExitMismatch, "rerun means the same as %s but its bytes differ (formatting or key spelling); regenerate it with --output", check)
 }
 
-// failf prints the command's one-line error and returns code.
+// failf prints the command's one-line error and returns code. Errors
+// joined with errors.Join stand on one line, separated by "; ".
 func failf(stderr io.Writer, code int, format string, a ...any) int {
-	fmt.Fprintf(stderr, "run-experiment: "+format+"\n", a...)
+	line := strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", "; ")
+	fmt.Fprintf(stderr, "run-experiment: %s\n", line)
 	return code
-}
-
-// checkOutputPath refuses an output that would overwrite the file being
-// checked, or that cannot be written because its directory is missing.
-func checkOutputPath(output, check string) error {
-	dir := filepath.Dir(output)
-	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
-		return fmt.Errorf("--output directory %s does not exist", dir)
-	}
-	if check == "" {
-		return nil
-	}
-	same := filepath.Clean(output) == filepath.Clean(check)
-	if outInfo, err := os.Stat(output); err == nil {
-		if checkInfo, err := os.Stat(check); err == nil && os.SameFile(outInfo, checkInfo) {
-			same = true
-		}
-	}
-	if same {
-		return fmt.Errorf("--output and --check name the same file %s; the file being checked is never overwritten", check)
-	}
-	return nil
-}
-
-// writeFileAtomically replaces path only once the whole content is on
-// disk, so an interrupted run never leaves half a file.
-func writeFileAtomically(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	err = errors.Join(err, tmp.Chmod(0o644), tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return errors.Join(err, os.Remove(tmp.Name()))
-	}
-	return nil
 }
 
 // Summary is one human-readable line: the protocol's figures.

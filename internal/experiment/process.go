@@ -21,7 +21,10 @@ type Worker struct {
 	stdin   *os.File
 	replies chan replyLine
 	stderr  tailBuffer
-	exited  chan struct{} // closed once the process has been reaped
+	exited  chan struct{} // closed once the process has been waited for
+	// waitErr is why waiting for the process failed, leaving its exit
+	// status unknown (cmd.ProcessState nil); set before exited is closed.
+	waitErr error
 }
 
 type replyLine struct {
@@ -35,6 +38,14 @@ type replyLine struct {
 // as soon as the process exists, before the worker has said anything; env
 // adds KEY=value entries to the worker's environment.
 func StartWorker(ctx context.Context, name, dbPath string, started func(pid int), env ...string) (*Worker, error) {
+	w, err := startWorker(ctx, name, dbPath, started, env)
+	if err != nil {
+		return nil, fmt.Errorf("start worker %s: %w", name, err)
+	}
+	return w, nil
+}
+
+func startWorker(ctx context.Context, name, dbPath string, started func(pid int), env []string) (*Worker, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
@@ -58,16 +69,13 @@ func StartWorker(ctx context.Context, name, dbPath string, started func(pid int)
 	// copies, or the child's stdout would never reach end-of-file.
 	closeErr := errors.Join(childIn.Close(), childOut.Close())
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("start worker %s: %w", name, err), stdin.Close(), stdout.Close())
+		return nil, errors.Join(err, stdin.Close(), stdout.Close())
 	}
 	if started != nil {
 		started(w.cmd.Process.Pid)
 	}
 	go w.readReplies(stdout)
-	go func() {
-		_ = w.cmd.Wait()
-		close(w.exited)
-	}()
+	go w.wait()
 	if closeErr != nil {
 		w.Kill()
 		return nil, closeErr
@@ -75,14 +83,37 @@ func StartWorker(ctx context.Context, name, dbPath string, started func(pid int)
 	hello, err := w.receive(ctx)
 	if err != nil {
 		w.Kill()
-		return nil, fmt.Errorf("start worker %s: %w", name, err)
+		return nil, err
 	}
 	if hello.PID != w.cmd.Process.Pid {
 		w.Kill()
-		return nil, fmt.Errorf("start worker %s: it says pid %d, the child is %d", name, hello.PID, w.cmd.Process.Pid)
+		return nil, fmt.Errorf("it says pid %d, the child is %d", hello.PID, w.cmd.Process.Pid)
 	}
 	w.pid = hello.PID
 	return w, nil
+}
+
+// wait waits for the process to end and closes exited. When waiting fails
+// (waitid itself failed), how the process ended is unknown and it may not
+// even have ended: it is killed, so that no worker outlives a controller
+// that lost track of it, and reaped if a second wait succeeds.
+func (w *Worker) wait() {
+	defer close(w.exited)
+	err := w.cmd.Wait()
+	if w.cmd.ProcessState != nil {
+		return // it ended; a non-zero status is read from ProcessState
+	}
+	w.waitErr = err
+	_ = w.cmd.Process.Kill()
+	_, _ = w.cmd.Process.Wait()
+}
+
+// ended describes how the process ended; call it once exited is closed.
+func (w *Worker) ended() string {
+	if w.waitErr != nil {
+		return "exit status unknown: " + w.waitErr.Error()
+	}
+	return w.cmd.ProcessState.String()
 }
 
 func (w *Worker) readReplies(stdout *os.File) {
@@ -107,7 +138,7 @@ func (w *Worker) call(ctx context.Context, req request) (reply, error) {
 		return reply{}, err
 	}
 	if _, err := w.stdin.Write(append(line, '\n')); err != nil {
-		return reply{}, fmt.Errorf("send to worker %s: %w%s", w.name, err, w.stderr.suffix())
+		return reply{}, fmt.Errorf("send to worker %s: %w%s", w.name, err, w.stderr.saying())
 	}
 	return w.receive(ctx)
 }
@@ -115,17 +146,17 @@ func (w *Worker) call(ctx context.Context, req request) (reply, error) {
 func (w *Worker) receive(ctx context.Context) (reply, error) {
 	select {
 	case <-ctx.Done():
-		return reply{}, fmt.Errorf("worker %s did not answer: %w", w.name, context.Cause(ctx))
+		return reply{}, fmt.Errorf("worker %s did not answer: %w%s", w.name, context.Cause(ctx), w.stderr.saying())
 	case got, ok := <-w.replies:
 		if !ok || got.err != nil {
 			// The process is gone or going; wait (bounded) for it so
 			// that its exit status and last words are known.
 			select {
 			case <-ctx.Done():
-				return reply{}, fmt.Errorf("worker %s closed its output but did not exit: %w", w.name, context.Cause(ctx))
+				return reply{}, fmt.Errorf("worker %s closed its output but did not exit: %w%s", w.name, context.Cause(ctx), w.stderr.saying())
 			case <-w.exited:
 			}
-			return reply{}, fmt.Errorf("worker %s ended unexpectedly (%v)%s", w.name, w.cmd.ProcessState, w.stderr.suffix())
+			return reply{}, fmt.Errorf("worker %s ended unexpectedly (%s)%s", w.name, w.ended(), w.stderr.saying())
 		}
 		var r reply
 		if err := json.Unmarshal(got.line, &r); err != nil {
@@ -149,8 +180,11 @@ func (w *Worker) Exit(ctx context.Context) error {
 	if err := w.Abandon(ctx); err != nil {
 		return err
 	}
+	if w.waitErr != nil {
+		return fmt.Errorf("worker %s: cannot learn its exit status: %w", w.name, w.waitErr)
+	}
 	if !w.cmd.ProcessState.Success() {
-		return fmt.Errorf("worker %s exited with %v%s", w.name, w.cmd.ProcessState, w.stderr.suffix())
+		return fmt.Errorf("worker %s exited with %v%s", w.name, w.cmd.ProcessState, w.stderr.saying())
 	}
 	return nil
 }
@@ -162,7 +196,7 @@ func (w *Worker) Abandon(ctx context.Context) error {
 	_ = w.stdin.Close()
 	select {
 	case <-ctx.Done():
-		return fmt.Errorf("worker %s did not exit after its input closed: %w", w.name, context.Cause(ctx))
+		return fmt.Errorf("worker %s did not exit after its input closed: %w%s", w.name, context.Cause(ctx), w.stderr.saying())
 	case <-w.exited:
 	}
 	go w.discardReplies()
@@ -183,8 +217,8 @@ func (w *Worker) discardReplies() {
 	}
 }
 
-// tailBuffer keeps the last few KiB a worker wrote to stderr, to quote in
-// an error when the worker dies.
+// tailBuffer keeps the last few KiB a worker wrote to stderr, to quote its
+// last line in an error when the worker dies.
 type tailBuffer struct {
 	mu  sync.Mutex
 	buf []byte
@@ -203,12 +237,16 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) suffix() string {
+// saying quotes the last non-empty line the worker wrote on stderr, where
+// a worker says why it exits: the line that explains, not the whole tail
+// run together.
+func (t *tailBuffer) saying() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := strings.Join(strings.Fields(string(t.buf)), " ")
-	if s == "" {
+	tail := strings.TrimRight(string(t.buf), " \t\r\n")
+	line := strings.TrimSpace(tail[strings.LastIndexByte(tail, '\n')+1:])
+	if line == "" {
 		return ""
 	}
-	return "; its stderr: " + s
+	return "; it said: " + line
 }

@@ -13,9 +13,12 @@ import (
 )
 
 // DefaultTimeout bounds a whole run. It only catches a hung run (a worker
-// that never answers); it orders nothing. A healthy run takes well under a
-// second.
-const DefaultTimeout = time.Minute
+// that never answers); it orders nothing, and must never fire on a slow but
+// working run. A healthy run takes about 2 s here, but 28 s on the same two
+// cores with the load average at 10, which a one-minute bound left only a
+// factor of two from failing; ten minutes, go test's own default bound,
+// leaves thirty.
+const DefaultTimeout = 10 * time.Minute
 
 // Options tune a run; the zero value runs with the defaults.
 type Options struct {
@@ -113,7 +116,18 @@ func runScenario(ctx context.Context, def scenarioDef, opts Options) (sc Scenari
 	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario %s: %w", def.name, err)
 	}
-	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+	defer func() {
+		// A second try, since what stopped the first may have passed (too
+		// many open files while the killed workers' pipes were still
+		// being closed, say); a directory left behind is named.
+		rmErr := os.RemoveAll(dir)
+		if rmErr != nil {
+			rmErr = os.RemoveAll(dir)
+		}
+		if rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("scenario %s: cannot remove its temporary directory %s: %w", def.name, dir, rmErr))
+		}
+	}()
 
 	dbPath := filepath.Join(dir, "shared.db")
 	// The controller creates the database and keeps its own connection
@@ -122,7 +136,11 @@ func runScenario(ctx context.Context, def scenarioDef, opts Options) (sc Scenari
 	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario %s: %w", def.name, err)
 	}
-	defer func() { err = errors.Join(err, store.Close()) }()
+	defer func() {
+		if closeErr := store.Close(); closeErr != nil {
+			err = errors.Join(err, fmt.Errorf("scenario %s: closing its database: %w", def.name, closeErr))
+		}
+	}()
 
 	if opts.DatabaseCreated != nil {
 		opts.DatabaseCreated(def.name, dbPath)

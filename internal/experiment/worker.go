@@ -23,40 +23,63 @@ func RunWorkerIfRequested() {
 	if !ok {
 		return
 	}
-	os.Exit(serveWorker(context.Background(), dbPath, os.Stdin, os.Stdout))
+	os.Exit(runWorker(context.Background(), dbPath, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// runWorker serves as a worker and returns its exit status. A worker that
+// exits early says why as its last line on stderr, which the controller
+// quotes when it reports the worker's end.
+func runWorker(ctx context.Context, dbPath string, in io.Reader, out, stderr io.Writer) int {
+	if err := serveWorker(ctx, dbPath, in, out); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // serveWorker opens its own connection to the database, announces its pid,
 // then performs one request per input line. It returns when told to exit or
 // when its input ends: a controller that is gone leaves no worker behind.
-func serveWorker(ctx context.Context, dbPath string, in io.Reader, out io.Writer) int {
+// Its error says why the worker exits early; the worker prints it as its
+// last line on stderr.
+func serveWorker(ctx context.Context, dbPath string, in io.Reader, out io.Writer) (err error) {
 	enc := json.NewEncoder(out)
 	store, err := sqlite.Open(ctx, dbPath)
 	if err != nil {
 		_ = enc.Encode(reply{Error: err.Error()})
-		return 1
+		return err
 	}
-	defer store.Close()
+	defer func() {
+		if closeErr := store.Close(); err == nil && closeErr != nil {
+			err = fmt.Errorf("closing the database: %w", closeErr)
+		}
+	}()
 	if err := enc.Encode(reply{PID: os.Getpid()}); err != nil {
-		return 1
+		return fmt.Errorf("announcing its pid: %w", err)
 	}
 	lines := bufio.NewScanner(in)
 	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for lines.Scan() {
 		var req request
 		if err := json.Unmarshal(lines.Bytes(), &req); err != nil {
-			_ = enc.Encode(reply{Error: fmt.Sprintf("garbled request: %v", err)})
-			return 1
+			err = fmt.Errorf("garbled request: %w", err)
+			_ = enc.Encode(reply{Error: err.Error()})
+			return err
 		}
 		if req.Op == opExit {
-			_ = enc.Encode(reply{})
-			return 0
+			if err := enc.Encode(reply{}); err != nil {
+				return fmt.Errorf("writing a reply: %w", err)
+			}
+			return nil
 		}
 		if err := enc.Encode(perform(ctx, store, req)); err != nil {
-			return 1
+			return fmt.Errorf("writing a reply: %w", err)
 		}
 	}
-	return 0
+	if err := lines.Err(); err != nil {
+		return fmt.Errorf("reading a request: %w", err)
+	}
+	return nil
 }
 
 func perform(ctx context.Context, store *sqlite.Store, req request) reply {
