@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,50 +14,23 @@ import (
 
 	"leases"
 	"leases/internal/experiment"
+	"leases/internal/testctx"
 	"leases/sqlite"
 
 	sqlitedriver "modernc.org/sqlite"
 )
 
-// testDeadline is when a test stops waiting for anything that only a hang
-// delays: the test's own deadline (go test -timeout), less a margin so that
-// the test fails with its own message, its workers killed, before go
-// test's timeout ends the whole binary. ok is false when the test has no
-// deadline (-timeout 0): then nothing is bounded. A fixed bound would fire
-// on a slow but working run (a loaded machine, -race).
-func testDeadline(t *testing.T) (deadline time.Time, ok bool) {
-	t.Helper()
-	deadline, ok = t.Deadline()
-	if !ok {
-		return time.Time{}, false
-	}
-	margin := min(10*time.Second, time.Until(deadline)/10)
-	return deadline.Add(-margin), true
-}
-
-// hangBound is how long from now a test may wait (see testDeadline); the
-// longest duration there is when the test has no deadline.
-func hangBound(t *testing.T) time.Duration {
-	t.Helper()
-	deadline, ok := testDeadline(t)
-	if !ok {
-		return math.MaxInt64
-	}
-	return time.Until(deadline)
-}
-
-// testContext is done when the test ends or reaches testDeadline, with a
-// cause that says which bound fired.
+// testContext bounds what a test waits for by the test's own deadline
+// (see package testctx).
 func testContext(t *testing.T) context.Context {
 	t.Helper()
-	deadline, ok := testDeadline(t)
-	if !ok {
-		return t.Context()
-	}
-	ctx, cancel := context.WithDeadlineCause(t.Context(), deadline,
-		errors.New("the test's deadline (go test -timeout, less a margin) passed"))
-	t.Cleanup(cancel)
-	return ctx
+	return testctx.Context(t)
+}
+
+// hangBound is how long from now a test may wait.
+func hangBound(t *testing.T) time.Duration {
+	t.Helper()
+	return testctx.Bound(t)
 }
 
 func tempDBPath(t *testing.T) string {

@@ -20,6 +20,7 @@ import (
 
 	"leases"
 	"leases/internal/experiment"
+	"leases/internal/testctx"
 	"leases/sqlite"
 )
 
@@ -163,7 +164,7 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = controller.Wait()
-	deadline, _ := testDeadline(t) // none: the zero time, no bound
+	deadline, _ := testctx.Deadline(t) // none: the zero time, no bound
 	if err := allGone.SetReadDeadline(deadline); err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ const (
 )
 
 func TestPauseAndKill(t *testing.T) {
-	ctx := deadlineContext(t)
+	ctx := testContext(t)
 	budget := pauseKillBudget(t)
 	seed := rand.Uint64()
 	if s := os.Getenv(pauseKillSeedEnv); s != "" {
@@ -98,20 +98,6 @@ func TestPauseAndKill(t *testing.T) {
 	if s.Grants == 0 || s.Stale == 0 || s.Stops == 0 || s.Kills == 0 || s.Restarts != s.Kills {
 		t.Errorf("the run did not exercise what it is for: %+v", s)
 	}
-}
-
-// deadlineContext bounds everything the test waits for by the test's own
-// deadline, leaving a tenth of the time that is left to report and clean
-// up. Without a deadline (go test -timeout 0) nothing is bounded.
-func deadlineContext(t *testing.T) context.Context {
-	t.Helper()
-	deadline, ok := t.Deadline()
-	if !ok {
-		return context.Background()
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-time.Until(deadline)/10))
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // pkBudget is how long a run goes on: a number of operations, or, for a

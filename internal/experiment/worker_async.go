@@ -68,7 +68,7 @@ func (w *Worker) send(req request) (*Call, error) {
 		return nil, err
 	}
 	if _, err := w.stdin.Write(append(line, '\n')); err != nil {
-		return nil, fmt.Errorf("send %s to worker %s: %w%s", req.Op, w.name, err, w.stderr.suffix())
+		return nil, fmt.Errorf("send %s to worker %s: %w%s", req.Op, w.name, err, w.stderr.saying())
 	}
 	return &Call{w: w, op: req.Op}, nil
 }

@@ -26,7 +26,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 		return fmt.Errorf("worker %s did not stop: %w", w.name, context.Cause(ctx))
 	case err := <-stopped:
 		if err != nil {
-			return fmt.Errorf("stop worker %s: %w%s", w.name, err, w.stderr.suffix())
+			return fmt.Errorf("stop worker %s: %w%s", w.name, err, w.stderr.saying())
 		}
 		return nil
 	}

@@ -1,37 +1,56 @@
-// Package testctx gives a test a context that ends shortly before the
-// test's own deadline (go test -timeout), so that a hang fails with the
-// test's own message rather than the test binary's panic, and a slow but
-// working run is never cut short by a constant of its own.
+// Package testctx bounds what a test waits for by the test's own deadline
+// (go test -timeout), never by a constant of its own: a fixed bound fires
+// on a slow but working run (a loaded machine, -race), while the
+// deadline is what the person running the tests chose.
 package testctx
 
 import (
 	"context"
-	"fmt"
+	"errors"
+	"math"
 	"testing"
 	"time"
 )
 
-// Context returns a context that ends when t ends, or a little before
-// t's deadline if it has one: a twentieth of the time left, at least a
-// second and at most a minute, is left for the test to report and clean
-// up. Without a deadline (go test -timeout 0) only the end of t ends it.
-func Context(t testing.TB) context.Context {
+// Deadline is when a test stops waiting for anything that only a hang
+// delays: the test's deadline less a margin (a tenth of the time left, at
+// most 10 s), so that the test fails with its own message, its processes
+// ended, before go test's timeout ends the whole binary. ok is false when
+// the test has no deadline (-timeout 0): then nothing is bounded.
+func Deadline(t testing.TB) (deadline time.Time, ok bool) {
 	t.Helper()
-	ctx := t.Context()
-	deadline, ok := deadlineOf(t)
+	d, ok := t.(interface{ Deadline() (time.Time, bool) })
 	if !ok {
-		return ctx
+		return time.Time{}, false
 	}
-	grace := min(max(time.Until(deadline)/20, time.Second), time.Minute)
-	ctx, cancel := context.WithDeadlineCause(ctx, deadline.Add(-grace),
-		fmt.Errorf("%w: the test's own deadline (go test -timeout) is near", context.DeadlineExceeded))
-	t.Cleanup(cancel)
-	return ctx
+	if deadline, ok = d.Deadline(); !ok {
+		return time.Time{}, false
+	}
+	margin := min(10*time.Second, time.Until(deadline)/10)
+	return deadline.Add(-margin), true
 }
 
-func deadlineOf(t testing.TB) (time.Time, bool) {
-	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		return d.Deadline()
+// Bound is how long from now a test may wait (see Deadline); the longest
+// duration there is when the test has no deadline.
+func Bound(t testing.TB) time.Duration {
+	t.Helper()
+	deadline, ok := Deadline(t)
+	if !ok {
+		return math.MaxInt64
 	}
-	return time.Time{}, false
+	return time.Until(deadline)
+}
+
+// Context is done when the test ends or reaches Deadline, with a cause
+// that says which bound fired.
+func Context(t testing.TB) context.Context {
+	t.Helper()
+	deadline, ok := Deadline(t)
+	if !ok {
+		return t.Context()
+	}
+	ctx, cancel := context.WithDeadlineCause(t.Context(), deadline,
+		errors.New("the test's deadline (go test -timeout, less a margin) passed"))
+	t.Cleanup(cancel)
+	return ctx
 }
