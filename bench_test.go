@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/experiment"
+	"leases/internal/command"
 	"leases/sqlite"
 )
 
@@ -36,7 +36,7 @@ func benchmarkOperations(b *testing.B, inMemory bool) {
 	}
 	b.Run("floor: BEGIN IMMEDIATE, upsert, COMMIT", func(b *testing.B) {
 		db := openBare(b, inMemory)
-		upsert, err := db.Prepare(experiment.BareUpsert)
+		upsert, err := db.Prepare(command.BareUpsert)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func openBare(b *testing.B, inMemory bool) *sql.DB {
 	if !inMemory {
 		path = filepath.Join(b.TempDir(), "bare.db")
 	}
-	db, err := experiment.OpenBareDB(path)
+	db, err := command.OpenBareDB(path)
 	if err != nil {
 		b.Fatal(err)
 	}

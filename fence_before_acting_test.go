@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/experiment"
+	"leases/internal/scenario"
 )
 
 func TestObserveOutcomes(t *testing.T) {
@@ -73,7 +73,7 @@ func TestWritesAfterObserve(t *testing.T) {
 // The fourth real-process scenario: B observes epoch 2 before acting, so
 // A's epoch-1 write is stale although B has not written yet.
 func TestFenceBeforeActing(t *testing.T) {
-	sc, _ := runScenario(t, experiment.FenceBeforeActing)
+	sc, _ := runScenario(t, scenario.FenceBeforeActing)
 	if o := findStep(t, sc, "B", "observe", 1); o.Outcome != string(leases.Accepted) || o.Epoch != 2 {
 		t.Fatalf("B's observe: %+v", o)
 	}

@@ -13,12 +13,20 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/experiment"
+	"leases/internal/backend"
+	"leases/internal/command"
+	"leases/internal/scenario"
 	"leases/internal/testctx"
+	"leases/internal/worker"
 	"leases/sqlite"
 
 	sqlitedriver "modernc.org/sqlite"
 )
+
+// kinds are the backends this test binary knows: its workers and the
+// command it plays run on SQLite. The etcd module's tests run the same
+// machinery on etcd.
+var kinds = []backend.Kind{backend.SQLite{}}
 
 // testContext bounds what a test waits for by the test's own deadline
 // (see package testctx).
@@ -125,11 +133,10 @@ func processGone(pid int) bool {
 }
 
 // runScenario runs one named scenario and reports its workers' pids.
-func runScenario(t *testing.T, name string) (experiment.Scenario, map[string]int) {
+func runScenario(t *testing.T, name string) (scenario.Scenario, map[string]int) {
 	t.Helper()
 	pids := map[string]int{}
-	sc, err := experiment.RunScenario(testContext(t), name, experiment.Options{
-		Timeout:       hangBound(t),
+	sc, err := scenario.RunByName(testContext(t), backend.SQLite{}, name, scenario.Options{
 		WorkerStarted: func(_, worker string, pid int) { pids[worker] = pid },
 	})
 	if err != nil {
@@ -142,7 +149,7 @@ func runScenario(t *testing.T, name string) (experiment.Scenario, map[string]int
 }
 
 // findStep returns the n-th (from 1) step of actor doing operation.
-func findStep(t *testing.T, sc experiment.Scenario, actor, operation string, n int) experiment.Step {
+func findStep(t *testing.T, sc scenario.Scenario, actor, operation string, n int) scenario.Step {
 	t.Helper()
 	for _, s := range sc.Steps {
 		if s.Actor == actor && s.Operation == operation {
@@ -153,14 +160,14 @@ func findStep(t *testing.T, sc experiment.Scenario, actor, operation string, n i
 		}
 	}
 	t.Fatalf("scenario %s has no such step: %s %s", sc.Name, actor, operation)
-	return experiment.Step{}
+	return scenario.Step{}
 }
 
 // startWorker starts a worker process on path, ending it when the test
 // ends; env adds KEY=value entries to its environment.
-func startWorker(t *testing.T, ctx context.Context, name, path string, env ...string) *experiment.Worker {
+func startWorker(t *testing.T, ctx context.Context, name, path string, env ...string) *worker.Worker {
 	t.Helper()
-	w, err := experiment.StartWorker(ctx, name, path, nil, env...)
+	w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Spec: path, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +216,6 @@ func runCommand(t *testing.T, args ...string) (code int, stdout, stderr string) 
 	t.Helper()
 	var out, errOut strings.Builder
 	args = append([]string{"--timeout", hangBound(t).String()}, args...)
-	code = experiment.Main(testContext(t), args, &out, &errOut)
+	code = command.Main(testContext(t), kinds, args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }

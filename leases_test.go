@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/experiment"
+	"leases/internal/backend"
+	"leases/internal/command"
+	"leases/internal/scenario"
 	"leases/internal/sqlitestore"
 	"leases/sqlite"
 )
@@ -318,11 +320,10 @@ func TestWorkerProcesses(t *testing.T) {
 	t.Parallel() // whole runs, independent of the other tests
 	t.Run("every worker is its own process, gone after the run", func(t *testing.T) {
 		pids := map[int]string{}
-		for _, name := range []string{experiment.UnfencedReceiver, experiment.FencedReceiver,
-			experiment.ExpiryBeforeReceiverObservationGap, experiment.FenceBeforeActing} {
-			_, err := experiment.RunScenario(testContext(t), name, experiment.Options{
-				Timeout:       hangBound(t),
-				WorkerStarted: func(scenario, worker string, pid int) { pids[pid] = scenario + "/" + worker },
+		for _, name := range []string{scenario.UnfencedReceiver, scenario.FencedReceiver,
+			scenario.ExpiryBeforeReceiverObservationGap, scenario.FenceBeforeActing} {
+			_, err := scenario.RunByName(testContext(t), backend.SQLite{}, name, scenario.Options{
+				WorkerStarted: func(sc, worker string, pid int) { pids[pid] = sc + "/" + worker },
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -355,9 +356,12 @@ func TestWorkerProcesses(t *testing.T) {
 	t.Run("a hung run fails naming scenario and worker, and ends its workers", func(t *testing.T) {
 		var pids []int
 		var lock *sql.Tx
-		_, err := experiment.RunScenario(testContext(t), experiment.FencedReceiver, experiment.Options{
-			Timeout: time.Second, // bounds this deliberate hang; the controller needs a few ms (under -race, tens) before the worker starts
-			DatabaseCreated: func(_, path string) {
+		// A second bounds this deliberate hang; the controller needs a few
+		// ms (under -race, tens) before the worker starts.
+		ctx, cancel := context.WithTimeoutCause(testContext(t), time.Second, errors.New("run timed out after 1s, a bound for hung runs"))
+		defer cancel()
+		_, err := scenario.RunByName(ctx, backend.SQLite{}, scenario.FencedReceiver, scenario.Options{
+			PlaceMade: func(_, path string) {
 				// Hold the write lock so the worker's first transaction waits.
 				db, err := sql.Open("sqlite", path+"?_txlock=immediate")
 				if err != nil {
@@ -371,7 +375,7 @@ func TestWorkerProcesses(t *testing.T) {
 			},
 			WorkerStarted: func(_, _ string, pid int) { pids = append(pids, pid) },
 		})
-		if err == nil || !strings.Contains(err.Error(), experiment.FencedReceiver) ||
+		if err == nil || !strings.Contains(err.Error(), scenario.FencedReceiver) ||
 			!strings.Contains(err.Error(), "worker A") || !strings.Contains(err.Error(), "timed out") {
 			t.Fatalf("error %v should name the scenario, the worker and the timeout", err)
 		}
@@ -392,7 +396,7 @@ func TestCommandReproducesResultsJSON(t *testing.T) {
 	t.Parallel() // a whole run, independent of the other tests
 	out := filepath.Join(t.TempDir(), "reproduced.json")
 	code, _, stderr := runCommand(t, "--check", "results.json", "--output", out)
-	if code != experiment.ExitMatch {
+	if code != command.ExitMatch {
 		t.Fatalf("exit %d, want 0; stderr:\n%s", code, stderr)
 	}
 	want := committedResults(t)
@@ -430,7 +434,7 @@ func TestCheckReportsTamperedFile(t *testing.T) {
 				t.Fatal("the tampering changed nothing")
 			}
 			code, lastLine := checkTampered(t, tampered)
-			if code != experiment.ExitMismatch || !strings.Contains(lastLine, tc.wantInLine) {
+			if code != command.ExitMismatch || !strings.Contains(lastLine, tc.wantInLine) {
 				t.Fatalf("exit %d, last line %q; want exit 1 and %q", code, lastLine, tc.wantInLine)
 			}
 		})
@@ -463,7 +467,7 @@ func TestCommandRejectsBadUsageAndFiles(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCommand(t, tc.args...)
-			if code != experiment.ExitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			if code != command.ExitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", code, stdout, stderr, tc.want)
 			}
 		})
@@ -521,7 +525,7 @@ func badInputCalls(s *badInputStore) []badCall {
 // does not compare epochs. The paused old holder's write lands after the
 // new holder's: lease expiry alone does not revoke A.
 func TestUnfencedReceiver(t *testing.T) {
-	sc, _ := runScenario(t, experiment.UnfencedReceiver)
+	sc, _ := runScenario(t, scenario.UnfencedReceiver)
 	checkBoundarySteps(t, sc)
 	b := findStep(t, sc, "B", "write", 1)
 	a := findStep(t, sc, "A", "write", 1)
@@ -541,7 +545,7 @@ func TestUnfencedReceiver(t *testing.T) {
 // is rejected as stale and B's value stays; B's resend is a replay and its
 // different value a conflict, neither changing the record.
 func TestFencedReceiver(t *testing.T) {
-	sc, _ := runScenario(t, experiment.FencedReceiver)
+	sc, _ := runScenario(t, scenario.FencedReceiver)
 	checkBoundarySteps(t, sc)
 	bValue := written(2, sc.Parameters.ValueB)
 	for n, want := range []leases.Outcome{leases.Accepted, leases.Replay, leases.Conflict} {
@@ -567,7 +571,7 @@ func TestFencedReceiver(t *testing.T) {
 // reaches the receiver first and is accepted. Only once B's epoch 2 is
 // committed there is A's write rejected.
 func TestExpiryBeforeReceiverObservationGap(t *testing.T) {
-	sc, _ := runScenario(t, experiment.ExpiryBeforeReceiverObservationGap)
+	sc, _ := runScenario(t, scenario.ExpiryBeforeReceiverObservationGap)
 	granted := findStep(t, sc, "B", "acquire", 1)
 	first := findStep(t, sc, "A", "write", 1)
 	if granted.Epoch != 2 || first.Outcome != string(leases.Accepted) || first.HighestEpochGranted != 2 {
@@ -588,7 +592,7 @@ func TestExpiryBeforeReceiverObservationGap(t *testing.T) {
 
 // checkBoundarySteps checks C2 inside a real-process scenario: B is refused
 // one tick before A's expiry and granted the next epoch at it.
-func checkBoundarySteps(t *testing.T, sc experiment.Scenario) {
+func checkBoundarySteps(t *testing.T, sc scenario.Scenario) {
 	t.Helper()
 	a := findStep(t, sc, "A", "acquire", 1)
 	early := findStep(t, sc, "B", "acquire", 1)

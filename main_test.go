@@ -11,8 +11,9 @@ import (
 	"syscall"
 	"testing"
 
-	"leases/internal/experiment"
+	"leases/internal/command"
 	"leases/internal/sqlitestore"
+	"leases/internal/worker"
 )
 
 // Test-only roles of this binary, chosen by environment variables. The
@@ -29,7 +30,7 @@ const (
 	// workers on the named database, prints their pids and waits.
 	controllerEnv = "LEASES_TEST_CONTROLLER_DB"
 	// commandEnv makes this binary the command run-experiment itself,
-	// exactly as cmd/run-experiment runs it (experiment.Command); its
+	// exactly as cmd/run-experiment runs it (command.Command); its
 	// workers are this binary too.
 	commandEnv = "LEASES_TEST_COMMAND"
 	// interruptEnv makes a run of the command interrupt itself, as
@@ -63,7 +64,7 @@ func TestMain(m *testing.M) {
 	}
 	// The worker role first: workers inherit the controller's environment,
 	// and must not become controllers in turn.
-	experiment.RunWorkerIfRequested()
+	worker.RunIfRequested(kinds...)
 	if dbPath := os.Getenv(controllerEnv); dbPath != "" {
 		os.Exit(playController(dbPath))
 	}
@@ -75,7 +76,7 @@ func TestMain(m *testing.M) {
 				once.Do(func() { _ = syscall.Kill(os.Getpid(), sig) })
 			}
 		}
-		os.Exit(experiment.Command())
+		os.Exit(command.Command(kinds...))
 	}
 	os.Exit(m.Run())
 }
@@ -97,7 +98,7 @@ func playController(dbPath string) int {
 	ctx := context.Background()
 	var pids []any
 	for _, name := range []string{"A", "B"} {
-		w, err := experiment.StartWorker(ctx, name, dbPath, nil)
+		w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Spec: dbPath})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"testing"
 
-	"leases/internal/experiment"
+	"leases/internal/command"
 )
 
 // faultsEnv set to "all" runs every case; by default only the cases that
@@ -146,7 +146,7 @@ func TestCommandUnderSyscallFaults(t *testing.T) {
 			got := p.run(t, "--output", out)
 			written, _ := os.ReadDir(outDir)
 			switch got.code {
-			case experiment.ExitFailed:
+			case command.ExitFailed:
 				if strings.Count(got.stderr, "\n") != 1 || !strings.HasPrefix(got.stderr, "run-experiment: ") || !containsAny(got.stderr, tc.names) {
 					t.Fatalf("exit 3, stderr %q; want one line naming one of %q", got.stderr, tc.names)
 				}
@@ -154,7 +154,7 @@ func TestCommandUnderSyscallFaults(t *testing.T) {
 					t.Fatalf("the failed run wrote %v", written)
 				}
 				t.Logf("exit 3: %s", strings.TrimSpace(got.stderr))
-			case experiment.ExitMatch:
+			case command.ExitMatch:
 				if !tc.mayPass {
 					t.Fatalf("exit 0 where the fault must fail the run; stderr:\n%s", got.stderr)
 				}

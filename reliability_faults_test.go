@@ -19,8 +19,8 @@ import (
 	"unsafe"
 
 	"leases"
-	"leases/internal/experiment"
 	"leases/internal/testctx"
+	"leases/internal/worker"
 	"leases/sqlite"
 )
 
@@ -30,13 +30,13 @@ import (
 func TestKilledInsideATransaction(t *testing.T) {
 	cases := []struct {
 		point string
-		act   func(*experiment.Worker) error
+		act   func(*worker.Worker) error
 	}{
-		{"acquire-written", func(w *experiment.Worker) error {
+		{"acquire-written", func(w *worker.Worker) error {
 			_, err := w.Acquire(testContext(t), "r", 2, 2)
 			return err
 		}},
-		{"write-written", func(w *experiment.Worker) error {
+		{"write-written", func(w *worker.Worker) error {
 			_, err := w.Write(testContext(t), leases.Fenced, "r", 2, "v2")
 			return err
 		}},
@@ -51,7 +51,7 @@ func TestKilledInsideATransaction(t *testing.T) {
 			before := dumpTables(t, path)
 
 			victim := startWorker(t, ctx, "V", path, pauseEnv+"="+tc.point)
-			if err := tc.act(victim); !errors.Is(err, experiment.ErrPausedInsideTransaction) {
+			if err := tc.act(victim); !errors.Is(err, worker.ErrPausedInsideTransaction) {
 				t.Fatalf("victim: %v; want it paused inside its transaction", err)
 			}
 			victim.Kill() // SIGKILL, with the write lock held
@@ -285,7 +285,7 @@ func TestDatabaseMadeReadOnly(t *testing.T) {
 	before := dumpTables(t, path)
 	makeReadOnly(t, path)
 
-	_, err := experiment.StartWorker(ctx, "B", path, nil)
+	_, err := worker.Start(ctx, "B", worker.Options{Backend: "sqlite", Spec: path})
 	if err == nil || !strings.Contains(err.Error(), "not writable") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("starting a worker on a read-only file: %v; want one line saying it is not writable", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/experiment"
+	"leases/internal/command"
 )
 
 // Every invalid argument is refused with ErrInvalidInput, in one short
@@ -142,7 +142,7 @@ func TestCommandRefusesBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// --output first: a case's own --output comes later and wins.
 			code, stdout, stderr := runCommand(t, append([]string{"--output", out}, tc.args...)...)
-			if code != experiment.ExitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "run-experiment: ") {
+			if code != command.ExitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "run-experiment: ") {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and one line", code, stdout, stderr)
 			}
 			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
@@ -160,7 +160,7 @@ func TestCommandRefusesBadInput(t *testing.T) {
 		// as the file to tamper with and as the rerun, at a fraction of
 		// the cost of two full runs.
 		code, valid, stderr := runCommand(t, append(smallBounds, "--output", "-")...)
-		if code != experiment.ExitMatch {
+		if code != command.ExitMatch {
 			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 		}
 		for name, tampered := range map[string]struct{ content, path string }{
@@ -173,7 +173,7 @@ func TestCommandRefusesBadInput(t *testing.T) {
 					t.Fatal("the tampering changed nothing")
 				}
 				code, last := checkTampered(t, tampered.content, smallBounds...)
-				if code != experiment.ExitMismatch || !strings.Contains(last, tampered.path) {
+				if code != command.ExitMismatch || !strings.Contains(last, tampered.path) {
 					t.Fatalf("exit %d, last line %q; want exit 1 naming %s", code, last, tampered.path)
 				}
 			})

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"leases/internal/experiment"
+	"leases/internal/command"
 )
 
 func TestInterruptedCommand(t *testing.T) {
@@ -29,7 +29,7 @@ func TestInterruptedCommand(t *testing.T) {
 			t.Parallel()
 			out := filepath.Join(t.TempDir(), "out.json")
 			got := commandProcess{env: []string{interruptEnv + "=" + tc.at}}.run(t, "--output", out)
-			if got.code != experiment.ExitFailed || got.stderr != tc.want {
+			if got.code != command.ExitFailed || got.stderr != tc.want {
 				t.Fatalf("exit %d, stderr %q; want exit 3 and %q", got.code, got.stderr, tc.want)
 			}
 			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {

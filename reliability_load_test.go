@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"leases/internal/experiment"
+	"leases/internal/load"
 )
 
 // soakEnv raises the load for a soak: LEASES_SOAK=workers,rounds. The run
@@ -21,14 +21,14 @@ import (
 const soakEnv = "LEASES_SOAK"
 
 func TestLoadKeepsEveryInvariant(t *testing.T) {
-	opts := experiment.LoadOptions{Workers: 8, Rounds: 40}
+	opts := load.Options{Workers: 8, Rounds: 40}
 	if soak := os.Getenv(soakEnv); soak != "" {
 		var ok bool
 		if opts.Workers, opts.Rounds, ok = parsePair(soak); !ok {
 			t.Fatalf("%s=%q: want workers,rounds", soakEnv, soak)
 		}
 	}
-	report, err := experiment.RunLoad(testContext(t), opts)
+	report, err := load.Run(testContext(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

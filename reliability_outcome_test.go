@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/experiment"
+	"leases/internal/worker"
 	"leases/sqlite"
 )
 
@@ -26,13 +26,13 @@ func TestFailedCommitIsAnUnknownOutcome(t *testing.T) {
 	cases := []struct {
 		name string
 		// act is the victim's operation, whose commit fails.
-		act func(ctx context.Context, w *experiment.Worker) error
+		act func(ctx context.Context, w *worker.Worker) error
 		// took checks, on a fresh store after every process has died
 		// without closing the file, that the failed operation took effect.
 		took func(t *testing.T, s *sqlite.Store)
 	}{
 		{"write",
-			func(ctx context.Context, w *experiment.Worker) error {
+			func(ctx context.Context, w *worker.Worker) error {
 				_, err := w.Write(ctx, leases.Fenced, "r", 2, "v2-FAILED")
 				return err
 			},
@@ -42,7 +42,7 @@ func TestFailedCommitIsAnUnknownOutcome(t *testing.T) {
 				}
 			}},
 		{"acquire",
-			func(ctx context.Context, w *experiment.Worker) error {
+			func(ctx context.Context, w *worker.Worker) error {
 				_, err := w.Acquire(ctx, "other", 0, 5)
 				return err
 			},
@@ -74,7 +74,7 @@ func TestFailedCommitIsAnUnknownOutcome(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), leases.ErrOutcomeUnknown.Error()) {
 				t.Fatalf("victim's %s with a failing fsync: %v; want %q, not a plain failure", tc.name, err, leases.ErrOutcomeUnknown)
 			}
-			if _, _, err := victim.Read(ctx, "r"); err == nil || !strings.Contains(err.Error(), leases.ErrReopenRequired.Error()) {
+			if _, _, err := victim.Read(ctx, leases.Fenced, "r"); err == nil || !strings.Contains(err.Error(), leases.ErrReopenRequired.Error()) {
 				t.Fatalf("the victim's store read after the unknown outcome: %v; want %q", err, leases.ErrReopenRequired)
 			}
 			// Both die without closing the file, as a crashed process does.

@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	"leases"
-	"leases/internal/experiment"
+	"leases/internal/worker"
 )
 
 // pkActor is one worker as the controller knows it: its process and what
@@ -17,14 +17,14 @@ import (
 // the meantime, as a holder does that was paused past its expiry.
 type pkActor struct {
 	name        string
-	w           *experiment.Worker
+	w           *worker.Worker
 	incarnation int // restarts so far; part of its values, so that every value is unique
 	serial      int
 	held        *leases.Lease  // the lease it believes it holds
 	value       string         // the value it wrote first with held
 	observed    bool           // it has sent held's epoch to the receiver ahead of writing
 	old         []leases.Lease // leases it lost, to write with later anyway
-	call        *experiment.Call
+	call        *worker.Call
 	op          *pkOp // the request in flight, nil when it waits for one
 	stopped     bool
 	holdsLock   bool // it held SQLite's write lock when it was stopped

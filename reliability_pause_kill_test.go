@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/experiment"
+	"leases/internal/worker"
 )
 
 // The run's size and seed come from the environment: LEASES_PAUSE_KILL is
@@ -396,7 +396,7 @@ func (r *pkRun) restart(a *pkActor) {
 
 func (r *pkRun) send(a *pkActor, op *pkOp) {
 	r.t.Helper()
-	var call *experiment.Call
+	var call *worker.Call
 	var err error
 	switch op.kind {
 	case pkAcquire:

@@ -10,9 +10,10 @@ package main
 import (
 	"os"
 
-	"leases/internal/experiment"
+	"leases/internal/backend"
+	"leases/internal/command"
 )
 
 func main() {
-	os.Exit(experiment.Command())
+	os.Exit(command.Command(backend.SQLite{}))
 }

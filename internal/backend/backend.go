@@ -1,0 +1,89 @@
+// Package backend is what the evidence needs from a backend of package
+// leases, so that the scenarios, the explorer and the command are written
+// once and run on each: a place to run one scenario in (a fresh file, a
+// fresh key prefix on a cluster), stores opened on that place in the
+// controller's process and in every worker's, and a store the explorer
+// can roll back.
+package backend
+
+import (
+	"context"
+	"fmt"
+
+	"leases"
+)
+
+// Store is a backend's store: the authority and the receivers on one
+// place.
+type Store interface {
+	Authority() leases.Authority
+	Receiver(mode leases.Mode) leases.Receiver
+	Guarded() leases.GuardedReceiver
+	Close() error
+}
+
+// Kind is one backend as a binary knows it. A worker process only opens
+// stores on places the controller made (Open); the controller first
+// starts what the backend needs (Start), an etcd cluster for example.
+type Kind interface {
+	// Name is how results.json and the worker protocol call the backend.
+	Name() string
+	// Open opens a store on a place, given the place's Spec.
+	Open(ctx context.Context, spec string) (Store, error)
+	// Start readies the backend for one run; dir is a temporary directory
+	// of the run's own, removed after Close.
+	Start(ctx context.Context, dir string) (Running, error)
+}
+
+// Running is a backend readied for one run.
+type Running interface {
+	// NewPlace makes a fresh, empty place for one scenario.
+	NewPlace(ctx context.Context, scenario string) (Place, error)
+	// Explorable returns a fresh, empty store for the explorer.
+	Explorable(ctx context.Context) (Explorable, error)
+	// Close ends everything Start started.
+	Close() error
+}
+
+// Place is where one scenario runs.
+type Place interface {
+	// Spec tells a worker process how to open a store on the place.
+	Spec() string
+	// Close removes the place and all it holds.
+	Close() error
+}
+
+// Explorable is a store the explorer can snapshot and roll back. Two
+// snapshots are equal exactly when the stores hold the same state, so a
+// snapshot also names a state.
+type Explorable interface {
+	Store
+	Snapshot(ctx context.Context) ([]byte, error)
+	Restore(ctx context.Context, snapshot []byte) error
+}
+
+// Cluster is a place on a replicated backend whose members a scenario can
+// stop and restart, and read one by one.
+type Cluster interface {
+	Place
+	// Members is how many members the cluster has.
+	Members() int
+	// StopLeader stops the member that leads now, as a crash would, and
+	// returns once the others have elected a leader.
+	StopLeader(ctx context.Context) error
+	// RestartStopped restarts the stopped member and returns once it has
+	// caught up with the leader.
+	RestartStopped(ctx context.Context) error
+	// OpenMember opens a store whose reads are served by member i alone.
+	OpenMember(ctx context.Context, i int) (Store, error)
+}
+
+// Find returns the kind called name.
+func Find(kinds []Kind, name string) (Kind, error) {
+	for _, k := range kinds {
+		if k.Name() == name {
+			return k, nil
+		}
+	}
+	return nil, fmt.Errorf("no backend called %q", name)
+}

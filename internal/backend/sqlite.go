@@ -1,0 +1,89 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"leases"
+	"leases/internal/sqlitestore"
+	"leases/sqlite"
+)
+
+// SQLite is the SQLite backend for the evidence: each scenario gets a
+// fresh file in a temporary directory of its own, which every worker opens
+// by path; the explorer's store lives in memory.
+type SQLite struct{}
+
+// Name implements Kind.
+func (SQLite) Name() string { return "sqlite" }
+
+// Open implements Kind: spec is the database file's path.
+func (SQLite) Open(ctx context.Context, spec string) (Store, error) {
+	s, err := sqlite.Open(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start implements Kind; SQLite needs nothing started.
+func (SQLite) Start(context.Context, string) (Running, error) { return sqliteRun{}, nil }
+
+type sqliteRun struct{}
+
+func (sqliteRun) Close() error { return nil }
+
+// NewPlace makes a temporary directory for the scenario and names a file
+// in it; SQLite creates the file when the controller first opens it.
+func (sqliteRun) NewPlace(_ context.Context, scenario string) (Place, error) {
+	dir, err := os.MkdirTemp("", "leases-"+scenario+"-")
+	if err != nil {
+		return nil, err
+	}
+	return sqlitePlace{dir: dir, path: filepath.Join(dir, "shared.db")}, nil
+}
+
+// Explorable opens an in-memory store: no file, no fsync, so that the
+// explorer's thousands of steps measure the code and not the disk.
+func (sqliteRun) Explorable(ctx context.Context) (Explorable, error) {
+	s, err := sqlitestore.Open(ctx, ":memory:", sqlitestore.DefaultBusyTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return sqliteExplorable{s}, nil
+}
+
+type sqlitePlace struct{ dir, path string }
+
+func (p sqlitePlace) Spec() string { return p.path }
+
+// Close removes the directory, twice if need be: what stopped the first
+// try (too many open files while killed workers' pipes were still being
+// closed, say) may have passed. A directory left behind is named.
+func (p sqlitePlace) Close() error {
+	err := os.RemoveAll(p.dir)
+	if err != nil {
+		err = os.RemoveAll(p.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot remove its temporary directory %s: %w", p.dir, err)
+	}
+	return nil
+}
+
+// sqliteExplorable gives the implementation's concrete types the
+// interfaces' faces.
+type sqliteExplorable struct{ s *sqlitestore.Store }
+
+func (e sqliteExplorable) Authority() leases.Authority               { return e.s.Authority() }
+func (e sqliteExplorable) Receiver(mode leases.Mode) leases.Receiver { return e.s.Receiver(mode) }
+func (e sqliteExplorable) Guarded() leases.GuardedReceiver           { return e.s.Guarded() }
+func (e sqliteExplorable) Close() error                              { return e.s.Close() }
+func (e sqliteExplorable) Snapshot(ctx context.Context) ([]byte, error) {
+	return e.s.Snapshot(ctx)
+}
+func (e sqliteExplorable) Restore(ctx context.Context, snapshot []byte) error {
+	return e.s.Restore(ctx, snapshot)
+}

@@ -1,0 +1,219 @@
+// Package command is the command run-experiment: its flags, the run of
+// every scenario and the exploration on each backend, the document it
+// writes and compares, and its exit status.
+package command
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"leases/internal/backend"
+	"leases/internal/explore"
+	"leases/internal/results"
+	"leases/internal/scenario"
+	"leases/internal/worker"
+)
+
+// Exit statuses of the command.
+const (
+	ExitMatch    = 0 // the rerun matches --check byte for byte (or no --check)
+	ExitMismatch = 1 // the rerun differs from --check
+	ExitUsage    = 2 // bad flags, or a missing, unreadable or garbled file
+	ExitFailed   = 3 // the experiment itself failed: a worker hung or died, the database failed
+)
+
+const usage = `usage: run-experiment [--output FILE] [--check FILE] [--timeout DURATION]
+                      [--workers N] [--ttl TICKS] [--last-tick TICK] [--timings]
+
+Reruns every scenario with real worker processes on fresh temporary
+databases and writes the semantic result as JSON to --output (standard
+output when absent or -; a device or FIFO is written in place, a regular
+file replaced atomically). With --check, compares it with FILE byte for byte.
+--workers, --ttl and --last-tick bound the exploration of every schedule;
+results.json was made with the defaults. --timings prints, on standard
+error, how long each part took next to what it costs at the least here.
+
+Exit status: 0 match, 1 mismatch, 2 usage error or bad file,
+3 the experiment failed.
+
+`
+
+// Command is the whole of cmd/run-experiment, for its main and for a test
+// binary that plays the command, with the backends the binary knows: it
+// turns the process into a worker when it was started as one (the command
+// re-executes itself as its workers);
+// otherwise it runs Main on the process's arguments, with SIGINT and
+// SIGTERM cancelling the run, so that an interrupted run still kills its
+// workers and removes its temporary directories. It returns the exit
+// status.
+func Command(kinds ...backend.Kind) int {
+	worker.RunIfRequested(kinds...)
+	ctx, stop := cancelOnSignal(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Main(ctx, kinds, os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// Main is the command run-experiment. It returns the exit status. Once ctx
+// is done, the command reports why (context.Cause: the signal that
+// interrupted it, say), not the error of the operation it interrupted.
+func Main(ctx context.Context, kinds []backend.Kind, args []string, stdout, stderr io.Writer) int {
+	fail := func(code int, format string, a ...any) int { return failf(stderr, code, format, a...) }
+	// What an interrupted operation returns is only a consequence; once
+	// ctx is done, its cause (the signal, say) is the one line.
+	failed := func(what string, err error) int {
+		if ctx.Err() != nil {
+			return fail(ExitFailed, "%v", context.Cause(ctx))
+		}
+		return fail(ExitFailed, "%s: %v", what, err)
+	}
+	flags := flag.NewFlagSet("run-experiment", flag.ContinueOnError)
+	flags.SetOutput(io.Discard) // one-line errors, below
+	output := flags.String("output", "", "write the JSON `FILE` (default, or -: standard output)")
+	check := flags.String("check", "", "compare the rerun with `FILE`; exit 1 if they differ")
+	timeout := flags.Duration("timeout", DefaultTimeout, "fail a run that hangs longer than `DURATION`")
+	timings := flags.Bool("timings", false, "print the run's time, part by part, next to its floors, on standard error")
+	var bounds explore.Bounds
+	flags.IntVar(&bounds.Workers, "workers", explore.DefaultBounds.Workers, "explore with `N` workers (1 to 4)")
+	flags.Int64Var(&bounds.TTL, "ttl", explore.DefaultBounds.TTL, "explore with leases of `TICKS` ticks")
+	flags.Int64Var(&bounds.LastTick, "last-tick", explore.DefaultBounds.LastTick, "explore with the clock running from 0 to `TICK`")
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			flags.SetOutput(stdout)
+			flags.PrintDefaults()
+			return ExitMatch
+		}
+		return fail(ExitUsage, "%v (see -h)", err)
+	}
+	if flags.NArg() > 0 {
+		return fail(ExitUsage, "unexpected argument %q (see -h)", flags.Arg(0))
+	}
+	if *timeout <= 0 {
+		return fail(ExitUsage, "--timeout must be positive, not %v", *timeout)
+	}
+	if err := bounds.Check(); err != nil {
+		return fail(ExitUsage, "exploration bounds: %v", err)
+	}
+
+	// Everything that can be wrong with the files is found before anything runs.
+	var expected []byte
+	var expectedTree *results.Value
+	if *check != "" {
+		data, err := os.ReadFile(*check)
+		if err != nil {
+			return fail(ExitUsage, "cannot read --check file: %v", err)
+		}
+		if expectedTree, err = results.Parse(data); err != nil {
+			return fail(ExitUsage, "--check file %s is not valid JSON: %v", *check, err)
+		}
+		expected = data
+	}
+	if *output != "" && *output != stdoutName {
+		if err := checkOutputPath(*output, *check); err != nil {
+			return fail(ExitUsage, "%v", err)
+		}
+	}
+
+	start := time.Now()
+	var stats RunStats
+	doc, err := Run(ctx, kinds, Options{Timeout: *timeout, Bounds: bounds, Stats: &stats})
+	if err == nil {
+		err = ctx.Err() // it finished as it was interrupted: write nothing
+	}
+	if err != nil {
+		return failed("experiment failed", err)
+	}
+	got, err := results.Encode(doc)
+	if err != nil {
+		return failed("encode results", err)
+	}
+	if err := writeOutput(*output, stdout, got); err != nil {
+		return failed("write results", err)
+	}
+	for _, sc := range doc.Scenarios {
+		fmt.Fprintln(stderr, scenarioSummary(sc))
+	}
+	for _, p := range doc.Exploration.Protocols {
+		fmt.Fprintln(stderr, protocolSummary(p))
+	}
+	code := compareResults(stderr, *check, expected, expectedTree, got)
+	if *timings {
+		if err := printTimings(ctx, stderr, doc, &stats, time.Since(start)); err != nil {
+			return failed("timings", err)
+		}
+	}
+	return code
+}
+
+// compareResults reports whether got matches the --check file and returns
+// the exit status.
+func compareResults(stderr io.Writer, check string, expected []byte, expectedTree *results.Value, got []byte) int {
+	fail := func(code int, format string, a ...any) int { return failf(stderr, code, format, a...) }
+	if check == "" {
+		return ExitMatch
+	}
+	if bytes.Equal(expected, got) {
+		fmt.Fprintf(stderr, "run-experiment: rerun matches %s byte for byte\n", check)
+		return ExitMatch
+	}
+	gotTree, err := results.Parse(got)
+	if err != nil {
+		return fail(ExitFailed, "cannot parse own output: %v", err)
+	}
+	if d, differs := results.Compare(expectedTree, gotTree); differs {
+		return fail(ExitMismatch, "rerun differs from %s %v", check, d)
+	}
+	return fail(ExitMismatch, "rerun means the same as %s but its bytes differ (formatting or key spelling); regenerate it with --output", check)
+}
+
+// failf prints the command's one-line error and returns code. Errors
+// joined with errors.Join stand on one line, separated by "; ".
+func failf(stderr io.Writer, code int, format string, a ...any) int {
+	line := strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", "; ")
+	fmt.Fprintf(stderr, "run-experiment: %s\n", line)
+	return code
+}
+
+// protocolSummary is one human-readable line: the protocol's figures.
+func protocolSummary(p explore.ProtocolFigures) string {
+	v := p.Violations
+	line := fmt.Sprintf("%-40s %d schedules; I1-I5 violations %d/%d/%d/%d/%d; lost updates %d; gaps %d",
+		"explored "+string(p.Protocol), p.Schedules, v.I1, v.I2, v.I3, v.I4, v.I5, p.LostUpdates, p.Gaps)
+	if p.StaleAfterRead != nil {
+		line += fmt.Sprintf("; stale after the new holder's read %d", *p.StaleAfterRead)
+	}
+	return line
+}
+
+// scenarioSummary is one human-readable line: the scenario and its
+// verdicts.
+func scenarioSummary(s scenario.Scenario) string {
+	var claims []string
+	add := func(ok bool, claim string) {
+		if ok {
+			claims = append(claims, claim)
+		}
+	}
+	v := s.Verdicts
+	add(v.GrantedAtExpiry, "granted at the expiry tick")
+	add(v.RefusedOneTickBeforeExpiry, "refused one tick before")
+	add(v.StaleWriteAccepted, "STALE WRITE ACCEPTED")
+	add(v.StaleWriteRejected, "stale write rejected")
+	add(v.NewerValueLost, "NEWER VALUE LOST")
+	add(v.TwoValuesAcceptedAtOneEpoch, "TWO VALUES AT ONE EPOCH")
+	add(v.ReplayReported, "replay reported")
+	add(v.ConflictRejected, "conflict rejected")
+	final := "nothing stored"
+	if s.Final != nil {
+		final = fmt.Sprintf("%q at epoch %d", s.Final.Value, s.Final.ValueEpoch)
+	}
+	return fmt.Sprintf("%-40s %s; final %s", s.Name, strings.Join(claims, ", "), final)
+}

@@ -1,0 +1,127 @@
+package command
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// stdoutName, as --output, means standard output.
+const stdoutName = "-"
+
+// outputTarget is how --output is written.
+type outputTarget struct {
+	// path is the file written: --output itself, or, for a symbolic
+	// link to a regular file, the file the link leads to.
+	path string
+	// inPlace is set for a file that exists and is not a regular file (a
+	// character device such as /dev/null, a FIFO): it is opened and
+	// written, never replaced, since renaming over it would put a regular
+	// file where the device or FIFO was.
+	inPlace bool
+}
+
+// resolveOutput decides how output is written; it is called once before
+// anything runs, to refuse what can never be written, and again just
+// before writing, so that the decision is made on the file as it is then.
+//
+// A symbolic link is followed: a link to a regular file keeps the link and
+// gets the atomic replacement applied to the file it leads to (replacing
+// the link itself with a regular file would silently cut it); a link to a
+// device or FIFO is written in place like the device or FIFO itself.
+func resolveOutput(output string) (outputTarget, error) {
+	info, err := os.Stat(output) // follows links
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if _, lerr := os.Lstat(output); lerr == nil {
+			return outputTarget{}, fmt.Errorf("--output %s is a symbolic link to a missing file", output)
+		}
+		dir := filepath.Dir(output)
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			return outputTarget{}, fmt.Errorf("--output directory %s does not exist", dir)
+		}
+		return outputTarget{path: output}, nil
+	case err != nil:
+		return outputTarget{}, fmt.Errorf("--output %s: %w", output, err)
+	case info.IsDir():
+		return outputTarget{}, fmt.Errorf("--output %s is a directory", output)
+	case !info.Mode().IsRegular():
+		return outputTarget{path: output, inPlace: true}, nil
+	}
+	target, err := filepath.EvalSymlinks(output)
+	if err != nil {
+		return outputTarget{}, fmt.Errorf("--output %s: %w", output, err)
+	}
+	return outputTarget{path: target}, nil
+}
+
+// checkOutputPath refuses, before anything runs, an output that can never
+// be written or that would overwrite the file being checked.
+func checkOutputPath(output, check string) error {
+	if _, err := resolveOutput(output); err != nil {
+		return err
+	}
+	if check == "" {
+		return nil
+	}
+	same := filepath.Clean(output) == filepath.Clean(check)
+	if outInfo, err := os.Stat(output); err == nil {
+		if checkInfo, err := os.Stat(check); err == nil && os.SameFile(outInfo, checkInfo) {
+			same = true
+		}
+	}
+	if same {
+		return fmt.Errorf("--output and --check name the same file %s; the file being checked is never overwritten", check)
+	}
+	return nil
+}
+
+// writeOutput writes data to output ("-" or "" being stdout).
+func writeOutput(output string, stdout io.Writer, data []byte) error {
+	if output == "" || output == stdoutName {
+		_, err := stdout.Write(data)
+		return err
+	}
+	target, err := resolveOutput(output)
+	if err != nil {
+		return err
+	}
+	if target.inPlace {
+		return writeInPlace(target.path, data)
+	}
+	return writeFileAtomically(target.path, data)
+}
+
+// writeInPlace writes data to a file that is not a regular file. Opening a
+// FIFO waits for its reader, as a shell redirection does.
+func writeInPlace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	return errors.Join(err, f.Close())
+}
+
+// writeFileAtomically replaces the regular file path only once the whole
+// content is on disk, so an interrupted run never leaves half a file.
+func writeFileAtomically(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	err = errors.Join(err, tmp.Chmod(0o644), tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return errors.Join(err, os.Remove(tmp.Name()))
+	}
+	return nil
+}

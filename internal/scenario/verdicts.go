@@ -1,0 +1,73 @@
+package scenario
+
+import "leases"
+
+// Verdicts are the scenario's claims in a form a reader can check at a
+// glance. Each is computed from the steps, never written in.
+type Verdicts struct {
+	// RefusedOneTickBeforeExpiry: an acquire by another holder at the tick
+	// before the live lease's expiry tick was refused.
+	RefusedOneTickBeforeExpiry bool `json:"acquire_refused_one_tick_before_expiry"`
+	// GrantedAtExpiry: an acquire at exactly the previous lease's expiry
+	// tick was granted, with a higher epoch.
+	GrantedAtExpiry bool `json:"acquire_granted_at_expiry_tick"`
+	// StaleWriteAccepted: a write was accepted whose epoch was below the
+	// highest epoch the authority had granted at that moment.
+	StaleWriteAccepted bool `json:"stale_write_accepted"`
+	// StaleWriteRejected: the receiver rejected a write as stale.
+	StaleWriteRejected bool `json:"stale_write_rejected"`
+	// NewerValueLost: the final stored value carries a lower epoch than a
+	// value that was accepted earlier.
+	NewerValueLost bool `json:"newer_value_lost"`
+	// TwoValuesAcceptedAtOneEpoch: two different values were accepted with
+	// the same epoch.
+	TwoValuesAcceptedAtOneEpoch bool `json:"two_values_accepted_at_one_epoch"`
+	// ReplayReported: a resent write was recognised as a replay.
+	ReplayReported bool `json:"replay_reported"`
+	// ConflictRejected: a different value at the stored epoch was rejected.
+	ConflictRejected bool `json:"conflict_rejected"`
+}
+
+func computeVerdicts(steps []Step, final *leases.Record) Verdicts {
+	var v Verdicts
+	var live *Step // the latest granted lease
+	highestAccepted := int64(0)
+	acceptedAt := map[int64]string{}
+	for i := range steps {
+		s := &steps[i]
+		switch s.Operation {
+		case OpAcquire:
+			if live != nil && s.Actor != live.Actor {
+				if s.Outcome == OutcomeRefused && s.Tick == live.ExpiresAt-1 {
+					v.RefusedOneTickBeforeExpiry = true
+				}
+				if s.Outcome == OutcomeGranted && s.Tick == live.ExpiresAt && s.Epoch > live.Epoch {
+					v.GrantedAtExpiry = true
+				}
+			}
+			if s.Outcome == OutcomeGranted {
+				live = s
+			}
+		case OpWrite:
+			switch leases.Outcome(s.Outcome) {
+			case leases.Accepted:
+				if s.Epoch < s.HighestEpochGranted {
+					v.StaleWriteAccepted = true
+				}
+				if earlier, ok := acceptedAt[s.Epoch]; ok && earlier != s.Value {
+					v.TwoValuesAcceptedAtOneEpoch = true
+				}
+				acceptedAt[s.Epoch] = s.Value
+				highestAccepted = max(highestAccepted, s.Epoch)
+			case leases.Stale:
+				v.StaleWriteRejected = true
+			case leases.Replay:
+				v.ReplayReported = true
+			case leases.Conflict:
+				v.ConflictRejected = true
+			}
+		}
+	}
+	v.NewerValueLost = final != nil && final.ValueEpoch < highestAccepted
+	return v
+}

@@ -1,0 +1,164 @@
+package scenario
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"leases"
+)
+
+// Hand-built steps for the verdict table. A's lease is granted at tick 0
+// with a ttl of 3 so that its grant tick, the tick before its expiry and
+// its expiry tick are three different ticks.
+func acquireGranted(actor string, tick, epoch, expiresAt int64) Step {
+	return Step{Actor: actor, Operation: OpAcquire, Tick: tick, Epoch: epoch, ExpiresAt: expiresAt,
+		Outcome: OutcomeGranted, HighestEpochGranted: epoch}
+}
+
+func acquireRefused(actor string, tick, highest int64) Step {
+	return Step{Actor: actor, Operation: OpAcquire, Tick: tick, Outcome: OutcomeRefused, HighestEpochGranted: highest}
+}
+
+func writeStep(actor string, epoch int64, value string, outcome leases.Outcome, highest int64) Step {
+	return Step{Actor: actor, Operation: OpWrite, Epoch: epoch, Value: value, Outcome: string(outcome), HighestEpochGranted: highest}
+}
+
+func observeStep(actor string, epoch int64, outcome leases.Outcome, highest int64) Step {
+	return Step{Actor: actor, Operation: OpObserve, Epoch: epoch, Outcome: string(outcome), HighestEpochGranted: highest}
+}
+
+func storedValue(value string, epoch int64) *leases.Record {
+	return &leases.Record{Epoch: epoch, Value: value, ValueEpoch: epoch}
+}
+
+type verdictCase struct {
+	name  string
+	steps []Step
+	final *leases.Record
+	want  Verdicts
+}
+
+// verdictCases are step lists where each verdict must come out true, and
+// near misses where it must not. want is the whole Verdicts, so a case
+// also shows that no other verdict is set by it.
+var verdictCases = []verdictCase{
+	{"nothing happened", nil, nil, Verdicts{}},
+
+	// acquire_refused_one_tick_before_expiry
+	{"another holder refused one tick before the expiry",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireRefused("B", 2, 1)}, nil,
+		Verdicts{RefusedOneTickBeforeExpiry: true}},
+	{"another holder refused at the grant tick",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireRefused("B", 0, 1)}, nil, Verdicts{}},
+	{"another holder refused at the expiry tick",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireRefused("B", 3, 1)}, nil, Verdicts{}},
+	{"the same holder refused one tick before its own expiry",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireRefused("A", 2, 1)}, nil, Verdicts{}},
+	{"a refusal with no lease granted before",
+		[]Step{acquireRefused("B", 2, 0)}, nil, Verdicts{}},
+	{"another holder granted, not refused, one tick before the expiry",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireGranted("B", 2, 2, 5)}, nil, Verdicts{}},
+	{"a refusal one tick before the expiry of a lease its holder has since acquired again",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireGranted("A", 1, 2, 4), acquireRefused("B", 2, 2)}, nil, Verdicts{}},
+	{"a refusal one tick before the expiry of the lease acquired again",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireGranted("A", 1, 2, 4), acquireRefused("B", 3, 2)}, nil,
+		Verdicts{RefusedOneTickBeforeExpiry: true}},
+
+	// acquire_granted_at_expiry_tick
+	{"another holder granted at the expiry tick with a higher epoch",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireGranted("B", 3, 2, 6)}, nil,
+		Verdicts{GrantedAtExpiry: true}},
+	{"another holder granted one tick after the expiry",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireGranted("B", 4, 2, 7)}, nil, Verdicts{}},
+	{"another holder granted at the expiry tick with the same epoch",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireGranted("B", 3, 1, 6)}, nil, Verdicts{}},
+	{"another holder granted at the expiry tick with a lower epoch",
+		[]Step{acquireGranted("A", 0, 2, 3), acquireGranted("B", 3, 1, 6)}, nil, Verdicts{}},
+	{"the same holder granted again at its expiry tick",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireGranted("A", 3, 2, 6)}, nil, Verdicts{}},
+	{"another holder refused at the expiry tick, then granted after it",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireRefused("B", 3, 1), acquireGranted("B", 4, 2, 7)}, nil, Verdicts{}},
+	{"the first grant of all, at a tick that is no one's expiry",
+		[]Step{acquireGranted("B", 3, 1, 6)}, nil, Verdicts{}},
+
+	// stale_write_accepted
+	{"a write accepted below the highest epoch granted",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireGranted("B", 3, 2, 6), writeStep("A", 1, "a", leases.Accepted, 2)}, storedValue("a", 1),
+		Verdicts{GrantedAtExpiry: true, StaleWriteAccepted: true}},
+	{"a write accepted at the highest epoch granted",
+		[]Step{acquireGranted("A", 0, 1, 3), acquireGranted("B", 3, 2, 6), writeStep("B", 2, "b", leases.Accepted, 2)}, storedValue("b", 2),
+		Verdicts{GrantedAtExpiry: true}},
+	{"an observe accepted below the highest epoch granted is no write",
+		[]Step{observeStep("A", 1, leases.Accepted, 2)}, nil, Verdicts{}},
+
+	// stale_write_rejected
+	{"a write rejected as stale",
+		[]Step{writeStep("A", 1, "a", leases.Stale, 2)}, nil, Verdicts{StaleWriteRejected: true}},
+	{"an observe rejected as stale is no write",
+		[]Step{observeStep("A", 1, leases.Stale, 2)}, nil, Verdicts{}},
+
+	// newer_value_lost
+	{"the final value's epoch below a value accepted earlier",
+		[]Step{writeStep("B", 2, "b", leases.Accepted, 2), writeStep("A", 1, "a", leases.Accepted, 2)}, storedValue("a", 1),
+		Verdicts{StaleWriteAccepted: true, NewerValueLost: true}},
+	{"the final value at the highest epoch accepted",
+		[]Step{writeStep("A", 1, "a", leases.Accepted, 2), writeStep("B", 2, "b", leases.Accepted, 2)}, storedValue("b", 2),
+		Verdicts{StaleWriteAccepted: true}},
+	{"the higher epoch's write rejected, not accepted",
+		[]Step{writeStep("B", 2, "b", leases.Conflict, 2), writeStep("A", 1, "a", leases.Accepted, 1)}, storedValue("a", 1),
+		Verdicts{ConflictRejected: true}},
+	{"the higher epoch only observed, never a value",
+		[]Step{observeStep("B", 2, leases.Accepted, 2), writeStep("A", 1, "a", leases.Accepted, 1)},
+		&leases.Record{Epoch: 2, Value: "a", ValueEpoch: 1}, Verdicts{}},
+	{"nothing stored at the end",
+		[]Step{writeStep("B", 2, "b", leases.Accepted, 2)}, nil, Verdicts{}},
+
+	// two_values_accepted_at_one_epoch
+	{"two values accepted at one epoch",
+		[]Step{writeStep("A", 1, "a", leases.Accepted, 1), writeStep("B", 1, "b", leases.Accepted, 1)}, storedValue("b", 1),
+		Verdicts{TwoValuesAcceptedAtOneEpoch: true}},
+	{"one value accepted twice at one epoch",
+		[]Step{writeStep("A", 1, "a", leases.Accepted, 1), writeStep("A", 1, "a", leases.Accepted, 1)}, storedValue("a", 1),
+		Verdicts{}},
+	{"two values accepted at two epochs",
+		[]Step{writeStep("A", 1, "a", leases.Accepted, 2), writeStep("B", 2, "b", leases.Accepted, 2)}, storedValue("b", 2),
+		Verdicts{StaleWriteAccepted: true}},
+	{"a second value at one epoch rejected as a conflict",
+		[]Step{writeStep("A", 1, "a", leases.Accepted, 1), writeStep("B", 1, "b", leases.Conflict, 1)}, storedValue("a", 1),
+		Verdicts{ConflictRejected: true}},
+
+	// replay_reported, conflict_rejected
+	{"a write reported as a replay",
+		[]Step{writeStep("B", 2, "b", leases.Accepted, 2), writeStep("B", 2, "b", leases.Replay, 2)}, storedValue("b", 2),
+		Verdicts{ReplayReported: true}},
+	{"an observe reported as a replay is no write",
+		[]Step{observeStep("B", 2, leases.Accepted, 2), observeStep("B", 2, leases.Replay, 2)}, nil, Verdicts{}},
+	{"a write rejected as a conflict",
+		[]Step{writeStep("B", 2, "b", leases.Accepted, 2), writeStep("B", 2, "c", leases.Conflict, 2)}, storedValue("b", 2),
+		Verdicts{ConflictRejected: true}},
+}
+
+// Each verdict is computed from the steps, true where they show it and
+// false in the near misses: another tick, the same holder, the same epoch,
+// an observe instead of a write, a rejection instead of an acceptance.
+func TestComputeVerdicts(t *testing.T) {
+	for _, tc := range verdictCases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := computeVerdicts(tc.steps, tc.final); got != tc.want {
+				t.Fatalf("verdicts\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The table covers every verdict: each is wanted true by some case, so a
+// verdict added to Verdicts without a case here fails.
+func TestComputeVerdictsCoversEveryVerdict(t *testing.T) {
+	verdicts := reflect.TypeFor[Verdicts]()
+	for i := range verdicts.NumField() {
+		if !slices.ContainsFunc(verdictCases, func(tc verdictCase) bool { return reflect.ValueOf(tc.want).Field(i).Bool() }) {
+			t.Errorf("no case wants verdict %s true", verdicts.Field(i).Name)
+		}
+	}
+}

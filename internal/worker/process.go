@@ -1,0 +1,262 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// Worker is the controller's end of one worker: a child process of this
+// very binary, driven one JSON line at a time over its stdin and stdout.
+type Worker struct {
+	name    string
+	pid     int
+	cmd     *exec.Cmd
+	stdin   *os.File
+	replies chan replyLine
+	stderr  tailBuffer
+	exited  chan struct{} // closed once the process has been waited for
+	// waitErr is why waiting for the process failed, leaving its exit
+	// status unknown (cmd.ProcessState nil); set before exited is closed.
+	waitErr error
+}
+
+type replyLine struct {
+	line []byte
+	err  error // set once stdout ends
+}
+
+// Options say where a worker works and what the controller learns.
+type Options struct {
+	// Backend is the name of the backend (backend.Kind) the worker opens
+	// its store with; Spec is the place's spec.
+	Backend, Spec string
+	// Started, when set, learns the pid as soon as the process exists,
+	// before the worker has said anything.
+	Started func(pid int)
+	// Env adds KEY=value entries to the worker's environment.
+	Env []string
+}
+
+// Start re-executes this binary in the worker role, named name, and waits,
+// bounded by ctx, for it to announce its pid. The binary must call
+// RunIfRequested first thing.
+func Start(ctx context.Context, name string, opts Options) (*Worker, error) {
+	w, err := start(ctx, name, opts)
+	if err != nil {
+		return nil, fmt.Errorf("start worker %s: %w", name, err)
+	}
+	return w, nil
+}
+
+func start(ctx context.Context, name string, opts Options) (*Worker, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own executable: %w", err)
+	}
+	// Plain pipes rather than cmd.StdoutPipe: Wait must not close the
+	// reader while the reader goroutine still uses it.
+	childIn, stdin, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, childOut, err := os.Pipe()
+	if err != nil {
+		return nil, errors.Join(err, childIn.Close(), stdin.Close())
+	}
+	w := &Worker{name: name, stdin: stdin, replies: make(chan replyLine, 1), exited: make(chan struct{})}
+	w.cmd = exec.Command(exe)
+	w.cmd.Env = append(append(os.Environ(), opts.Env...), backendEnv+"="+opts.Backend, specEnv+"="+opts.Spec)
+	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = childIn, childOut, &w.stderr
+	err = w.cmd.Start()
+	// The child has its own copies now; the controller must drop its
+	// copies, or the child's stdout would never reach end-of-file.
+	closeErr := errors.Join(childIn.Close(), childOut.Close())
+	if err != nil {
+		return nil, errors.Join(err, stdin.Close(), stdout.Close())
+	}
+	if opts.Started != nil {
+		opts.Started(w.cmd.Process.Pid)
+	}
+	go w.readReplies(stdout)
+	go w.wait()
+	if closeErr != nil {
+		w.Kill()
+		return nil, closeErr
+	}
+	hello, err := w.receive(ctx)
+	if err != nil {
+		w.Kill()
+		return nil, err
+	}
+	if hello.PID != w.cmd.Process.Pid {
+		w.Kill()
+		return nil, fmt.Errorf("it says pid %d, the child is %d", hello.PID, w.cmd.Process.Pid)
+	}
+	w.pid = hello.PID
+	return w, nil
+}
+
+// wait waits for the process to end and closes exited. When waiting fails
+// (waitid itself failed), how the process ended is unknown and it may not
+// even have ended: it is killed, so that no worker outlives a controller
+// that lost track of it, and reaped if a second wait succeeds.
+func (w *Worker) wait() {
+	defer close(w.exited)
+	err := w.cmd.Wait()
+	if w.cmd.ProcessState != nil {
+		return // it ended; a non-zero status is read from ProcessState
+	}
+	w.waitErr = err
+	_ = w.cmd.Process.Kill()
+	_, _ = w.cmd.Process.Wait()
+}
+
+// ended describes how the process ended; call it once exited is closed.
+func (w *Worker) ended() string {
+	if w.waitErr != nil {
+		return "exit status unknown: " + w.waitErr.Error()
+	}
+	return w.cmd.ProcessState.String()
+}
+
+func (w *Worker) readReplies(stdout *os.File) {
+	defer stdout.Close()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for lines.Scan() {
+		w.replies <- replyLine{line: append([]byte(nil), lines.Bytes()...)}
+	}
+	err := lines.Err()
+	if err == nil {
+		err = errors.New("worker closed its output")
+	}
+	w.replies <- replyLine{err: err}
+	close(w.replies)
+}
+
+// call sends one request and waits, bounded by ctx, for its reply.
+func (w *Worker) call(ctx context.Context, req request) (reply, error) {
+	line, err := json.Marshal(req)
+	if err != nil {
+		return reply{}, err
+	}
+	if _, err := w.stdin.Write(append(line, '\n')); err != nil {
+		return reply{}, fmt.Errorf("send to worker %s: %w%s", w.name, err, w.stderr.saying())
+	}
+	return w.receive(ctx)
+}
+
+func (w *Worker) receive(ctx context.Context) (reply, error) {
+	select {
+	case <-ctx.Done():
+		return reply{}, fmt.Errorf("worker %s did not answer: %w%s", w.name, context.Cause(ctx), w.stderr.saying())
+	case got, ok := <-w.replies:
+		if !ok || got.err != nil {
+			// The process is gone or going; wait (bounded) for it so
+			// that its exit status and last words are known.
+			select {
+			case <-ctx.Done():
+				return reply{}, fmt.Errorf("worker %s closed its output but did not exit: %w%s", w.name, context.Cause(ctx), w.stderr.saying())
+			case <-w.exited:
+			}
+			return reply{}, fmt.Errorf("worker %s ended unexpectedly (%s)%s", w.name, w.ended(), w.stderr.saying())
+		}
+		var r reply
+		if err := json.Unmarshal(got.line, &r); err != nil {
+			return reply{}, fmt.Errorf("garbled reply from worker %s: %w", w.name, err)
+		}
+		if r.Error != "" {
+			return r, fmt.Errorf("worker %s: %w", w.name, remoteError{msg: r.Error, sentinels: r.Sentinels})
+		}
+		if r.Paused != "" {
+			return r, fmt.Errorf("worker %s: %w at %s", w.name, ErrPausedInsideTransaction, r.Paused)
+		}
+		return r, nil
+	}
+}
+
+// Exit asks the worker to exit and waits, bounded by ctx, until it has.
+func (w *Worker) Exit(ctx context.Context) error {
+	if _, err := w.call(ctx, request{Op: opExit}); err != nil {
+		return err
+	}
+	if err := w.Abandon(ctx); err != nil {
+		return err
+	}
+	if w.waitErr != nil {
+		return fmt.Errorf("worker %s: cannot learn its exit status: %w", w.name, w.waitErr)
+	}
+	if !w.cmd.ProcessState.Success() {
+		return fmt.Errorf("worker %s exited with %v%s", w.name, w.cmd.ProcessState, w.stderr.saying())
+	}
+	return nil
+}
+
+// Abandon closes the worker's input, as a controller that dies does (a
+// worker takes it as the order to exit), and waits, bounded by ctx, until
+// the worker has exited on its own.
+func (w *Worker) Abandon(ctx context.Context) error {
+	_ = w.stdin.Close()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("worker %s did not exit after its input closed: %w%s", w.name, context.Cause(ctx), w.stderr.saying())
+	case <-w.exited:
+	}
+	go w.discardReplies()
+	return nil
+}
+
+// Kill ends the worker at once, whatever it is doing, and reaps it.
+func (w *Worker) Kill() {
+	_ = w.stdin.Close()
+	_ = w.cmd.Process.Kill()
+	<-w.exited
+	go w.discardReplies()
+}
+
+// discardReplies lets the reader goroutine finish once nobody listens.
+func (w *Worker) discardReplies() {
+	for range w.replies {
+	}
+}
+
+// tailBuffer keeps the last few KiB a worker wrote to stderr, to quote its
+// last line in an error when the worker dies.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailBytes = 4 << 10
+
+// Write keeps the last tailBytes of everything written.
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailBytes {
+		t.buf = t.buf[len(t.buf)-tailBytes:]
+	}
+	return len(p), nil
+}
+
+// saying quotes the last non-empty line the worker wrote on stderr, where
+// a worker says why it exits: the line that explains, not the whole tail
+// run together.
+func (t *tailBuffer) saying() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tail := strings.TrimRight(string(t.buf), " \t\r\n")
+	line := strings.TrimSpace(tail[strings.LastIndexByte(tail, '\n')+1:])
+	if line == "" {
+		return ""
+	}
+	return "; it said: " + line
+}
