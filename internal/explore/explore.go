@@ -98,6 +98,9 @@ type faults struct {
 	// receiver, when set, makes the receiver from the store in place of
 	// the protocol's real one.
 	receiver func(backend.Store) leases.Receiver
+	// guarded, when set, makes the guarded receiver from the store in
+	// place of the real one.
+	guarded func(backend.Store) leases.GuardedReceiver
 }
 
 // exploreProtocol explores one protocol with the given faults (none in the
@@ -177,8 +180,12 @@ func newExplorer(ctx context.Context, running backend.Running, bounds Bounds, p 
 	if f.receiver != nil {
 		receiver = f.receiver(store)
 	}
+	guarded := store.Guarded()
+	if f.guarded != nil {
+		guarded = f.guarded(store)
+	}
 	x := &explorer{
-		model: model{bounds: bounds, protocol: p, authority: auth, receiver: receiver},
+		model: model{bounds: bounds, protocol: p, authority: auth, receiver: receiver, guarded: guarded},
 		store: store, memo: map[stateKey]*tally{},
 	}
 	return x, func() { _ = store.Close() }, nil

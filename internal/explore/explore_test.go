@@ -27,17 +27,20 @@ func TestExploreFindsWhatEachProtocolPromises(t *testing.T) {
 			t.Errorf("%s: %d counterexamples for %d non-zero counts", p.Protocol, len(p.Counterexamples), countNonZero(p))
 		}
 	}
-	unfenced, fenced, fba := byProtocol[Unfenced], byProtocol[Fenced], byProtocol[FenceBeforeActingProtocol]
+	unfenced, fenced, fba, guarded := byProtocol[Unfenced], byProtocol[Fenced], byProtocol[FenceBeforeActingProtocol], byProtocol[GuardedProtocol]
 	if unfenced.LostUpdates == 0 || unfenced.Violations.I5 == 0 {
 		t.Errorf("unfenced: %+v; want lost updates and I5 violations", unfenced)
 	}
-	for _, p := range []ProtocolFigures{fenced, fba} {
+	for _, p := range []ProtocolFigures{fenced, fba, guarded} {
 		if p.Violations != (Violations{}) || p.LostUpdates != 0 {
 			t.Errorf("%s: violations %+v, lost updates %d; want none", p.Protocol, p.Violations, p.LostUpdates)
 		}
 	}
 	if fenced.Gaps == 0 {
 		t.Error("fenced: no gap schedules; C7 says a stale write is accepted until the receiver sees the newer epoch")
+	}
+	if guarded.Schedules != fenced.Schedules || guarded.Gaps != 0 {
+		t.Errorf("guarded: %d schedules, %d gaps; want fenced's %d schedules and no gap", guarded.Schedules, guarded.Gaps, fenced.Schedules)
 	}
 	if fba.StaleAfterRead == nil || *fba.StaleAfterRead != 0 {
 		t.Errorf("fence-before-acting: stale writes after the new holder's read %v, want 0", fba.StaleAfterRead)
@@ -61,7 +64,7 @@ func countNonZero(p ProtocolFigures) int {
 // schedule from an empty database, one by one, gives the same counts and
 // the same shortest counterexamples. The counts are written down too, and
 // both must match them: without faults, unfenced breaks I3 and I5 and loses
-// updates, and every protocol has gaps. The schedule counts but 56 are
+// updates, and every protocol but the guarded one has gaps. The schedule counts but 56 are
 // derived in TestExploreScheduleCountsAtEdgeBounds.
 func TestExploreCountsEverySchedule(t *testing.T) {
 	small, three := Bounds{Workers: 2, TTL: 1, LastTick: 2}, Bounds{Workers: 3, TTL: 1, LastTick: 1}
@@ -74,6 +77,10 @@ func TestExploreCountsEverySchedule(t *testing.T) {
 		{small, Fenced, figuresWanted{schedules: 56, gaps: 10}},
 		{three, Unfenced, figuresWanted{schedules: 132, violations: Violations{I3: 24, I5: 24}, lost: 24, gaps: 24}},
 		{three, Fenced, figuresWanted{schedules: 132, gaps: 24}},
+		// The guarded receiver closes the gap: no stale write is ever
+		// accepted, before or after the receiver sees the newer epoch.
+		{small, GuardedProtocol, figuresWanted{schedules: 56}},
+		{three, GuardedProtocol, figuresWanted{schedules: 132}},
 		// Four steps a worker make many more schedules to replay one by one.
 		{Bounds{Workers: 2, TTL: 1, LastTick: 1}, FenceBeforeActingProtocol, figuresWanted{schedules: 126, gaps: 12}},
 	}

@@ -43,6 +43,11 @@ func TestExploreCatchesEachBrokenPart(t *testing.T) {
 		{"I5, stale after read: a receiver whose observe records nothing", FenceBeforeActingProtocol, smallFBA,
 			faults{receiver: newForgetfulObserveReceiver},
 			figuresWanted{schedules: 140, violations: Violations{I5: 50}, gaps: 12, afterRead: 30}},
+		// Without its look at the lease, the guarded receiver is a fenced
+		// one: the fenced protocol's gaps come back.
+		{"gaps: a guarded receiver that does not look at the lease", GuardedProtocol, small,
+			faults{guarded: newBlindGuardedReceiver},
+			figuresWanted{schedules: 56, gaps: 10}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

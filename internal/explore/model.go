@@ -50,9 +50,13 @@ const (
 	// FenceBeforeActingProtocol: acquire, observe the epoch at the receiver,
 	// read the receiver, then write.
 	FenceBeforeActingProtocol Protocol = "fence-before-acting"
+	// GuardedProtocol: acquire, then write to the guarded receiver, which
+	// checks in the write's own transaction that the writer's lease is the
+	// live one at the write's tick.
+	GuardedProtocol Protocol = "guarded"
 )
 
-var protocols = []Protocol{Unfenced, Fenced, FenceBeforeActingProtocol}
+var protocols = []Protocol{Unfenced, Fenced, FenceBeforeActingProtocol, GuardedProtocol}
 
 // phase is where a worker is in its one try.
 type phase uint8
@@ -99,6 +103,8 @@ type modelState struct {
 	clock        int64
 	phases       [maxWorkers]phase
 	epochs       [maxWorkers]int64   // each worker's granted epoch
+	grants       [maxWorkers]int64   // each worker's grant tick; guarded protocol only
+	expiries     [maxWorkers]int64   // each worker's expiry tick; guarded protocol only
 	maxGranted   int64               // highest epoch granted so far
 	maxExpiry    int64               // latest expiry tick of any granted lease
 	maxCommitted int64               // highest epoch the receiver has committed
@@ -114,6 +120,7 @@ type model struct {
 	protocol  Protocol
 	authority acquirer
 	receiver  leases.Receiver
+	guarded   leases.GuardedReceiver
 }
 
 // acquirer is the part of the authority the model uses; tests substitute a
@@ -195,6 +202,12 @@ func (m *model) acquire(ctx context.Context, s modelState, i int) (modelState, s
 	s.seen[propOneLiveLease] = s.seen[propOneLiveLease] || s.clock < s.maxExpiry
 	s.maxGranted, s.maxExpiry = max(s.maxGranted, lease.Epoch), max(s.maxExpiry, lease.ExpiresAt)
 	s.phases[i], s.epochs[i] = holding, lease.Epoch
+	if m.protocol == GuardedProtocol {
+		// Only the guarded write needs the whole lease. The other
+		// protocols' futures do not depend on it, so their states are not
+		// split by it.
+		s.grants[i], s.expiries[i] = lease.GrantedAt, lease.ExpiresAt
+	}
 	return s, fmt.Sprintf("%s acquires at tick %d: epoch %d, expires at tick %d", name, s.clock, lease.Epoch, lease.ExpiresAt), nil
 }
 
@@ -218,7 +231,14 @@ func (m *model) observe(ctx context.Context, s modelState, i int) (modelState, s
 func (m *model) write(ctx context.Context, s modelState, i int) (modelState, string, error) {
 	epoch, value := s.epochs[i], workerValue(i)
 	before := s.receiver
-	result, err := m.receiver.Write(ctx, modelResource, epoch, value)
+	var result leases.WriteResult
+	var err error
+	if m.protocol == GuardedProtocol {
+		held := leases.Lease{Resource: modelResource, Holder: workerName(i), Epoch: epoch, GrantedAt: s.grants[i], ExpiresAt: s.expiries[i]}
+		result, err = m.guarded.Write(ctx, held, s.clock, value)
+	} else {
+		result, err = m.receiver.Write(ctx, modelResource, epoch, value)
+	}
 	if err != nil {
 		return s, "", err
 	}
