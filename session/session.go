@@ -253,8 +253,8 @@ func (s *Session) renew(ctx context.Context) {
 }
 
 func (s *Session) expired() error {
-	return fmt.Errorf("%w: the clock reached tick %d, the lease's expiry %d minus the margin %d",
-		ErrEnded, s.clock.Now(), s.lease.ExpiresAt, s.opts.Margin)
+	return fmt.Errorf("%w: the clock reached tick %d; the deadline was tick %d, the lease's expiry %d less the margin %d",
+		ErrEnded, s.clock.Now(), s.lease.ExpiresAt-s.opts.Margin, s.lease.ExpiresAt, s.opts.Margin)
 }
 
 func (s *Session) end(err error) {

@@ -1,6 +1,10 @@
 package scenario
 
-import "leases"
+import (
+	"slices"
+
+	"leases"
+)
 
 // Def is one named schedule and the receiver it runs against.
 type Def struct {
@@ -11,6 +15,13 @@ type Def struct {
 	Receiver leases.Mode
 	Params   Parameters
 	Schedule func(*script)
+	// Backends, when set, are the only backends the scenario runs on.
+	Backends []string
+}
+
+// RunsOn reports whether the scenario runs on the backend called name.
+func (d Def) RunsOn(name string) bool {
+	return len(d.Backends) == 0 || slices.Contains(d.Backends, name)
 }
 
 // Guarded names the guarded receiver where a scenario names its receiver.
@@ -23,6 +34,17 @@ const (
 	ExpiryBeforeReceiverObservationGap = "expiry-before-receiver-observation-gap"
 	// FenceBeforeActing goes beyond the seed: the remedy for the gap.
 	FenceBeforeActing = "fence-before-acting"
+	// GuardedReceiverGap goes beyond the seed: the gap's schedule against
+	// a receiver that checks the writer's lease in the write's own
+	// transaction.
+	GuardedReceiverGap = "guarded-receiver"
+	// SessionStopsPausedHolder goes beyond the seed: the holder keeps its
+	// lease with a session, and after a real pause its session tells it
+	// not to write.
+	SessionStopsPausedHolder = "session-stops-paused-holder"
+	// LeaderFailover goes beyond the seed, on a replicated backend only:
+	// the cluster's leader stops between A's grant and B's.
+	LeaderFailover = "leader-failover"
 )
 
 // Every scenario uses the same resource, time-to-live and values, so that
@@ -37,6 +59,10 @@ var (
 	pausedHolderParams = Parameters{
 		Resource: gapParams.Resource, TTL: gapParams.TTL, ValueA: gapParams.ValueA, ValueB: gapParams.ValueB,
 		ConflictingValueB: "other-value-from-B",
+	}
+	sessionParams = Parameters{
+		Resource: gapParams.Resource, TTL: gapParams.TTL, ValueA: gapParams.ValueA, ValueB: gapParams.ValueB,
+		SessionMargin: 1,
 	}
 )
 
@@ -68,6 +94,28 @@ var defs = []Def{
 		Description: "Beyond the seed: the gap's schedule, but B records its epoch at the receiver (observe) right " +
 			"after acquiring and before it reads or writes; A's old write then arrives and is rejected.",
 		Receiver: leases.Fenced, Params: gapParams, Schedule: fenceBeforeActing,
+	},
+	{
+		Name: GuardedReceiverGap,
+		Description: "Beyond the seed: the gap's schedule against a guarded receiver, which accepts a write only if " +
+			"the writer's lease is the authority's live lease at the write's tick, checked in the write's own " +
+			"transaction; A's write after B's grant is rejected before B has written.",
+		Receiver: Guarded, Params: gapParams, Schedule: expiryBeforeObservation,
+	},
+	{
+		Name: SessionStopsPausedHolder,
+		Description: "Beyond the seed: A holds its lease with a session (margin 1 tick) and its process is stopped " +
+			"(SIGSTOP) right after the grant; B is refused one tick before A's expiry, acquires at the expiry tick and " +
+			"writes; A's process continues (SIGCONT) and finds its clock at tick 3, past its session's deadline " +
+			"(tick 2), so it never sends its write.",
+		Receiver: leases.Fenced, Params: sessionParams, Schedule: sessionStopsPausedHolder,
+	},
+	{
+		Name: LeaderFailover,
+		Description: "Beyond the seed, on a replicated backend: A acquires at tick 0; the cluster's leader member " +
+			"stops; B acquires at the expiry tick from the remaining members and writes; A's old write is rejected; " +
+			"the stopped member restarts, and each member, read alone, holds the same lease epoch and record.",
+		Receiver: leases.Fenced, Params: gapParams, Schedule: leaderFailover, Backends: []string{"etcd"},
 	},
 }
 
@@ -114,6 +162,39 @@ func fenceBeforeActing(r *script) {
 	r.write(a, r.def.Params.ValueA) // stale, although B has not written
 	r.read(b)                       // B sees what is there before acting
 	r.write(b, r.def.Params.ValueB) // accepted: the first value at epoch 2
+	r.exit(b)
+	r.exit(a)
+}
+
+// sessionStopsPausedHolder: the holder's side of the protection. A's
+// session would have renewed had A run; paused, A can only learn on
+// resuming that its deadline has passed, and then it does not write.
+func sessionStopsPausedHolder(r *script) {
+	a, b := r.start("A"), r.start("B")
+	expiry := r.def.Params.TTL
+	r.at(0).startSession(a, r.def.Params.SessionMargin)
+	r.pause(a)
+	r.at(expiry - 1).acquire(b) // refused: A's lease is live until its expiry tick
+	r.at(expiry).acquire(b)     // granted, epoch 2
+	r.write(b, r.def.Params.ValueB)
+	r.resume(a)                            // A's clock jumps to the expiry tick: its session has ended
+	r.sessionWrite(a, r.def.Params.ValueA) // so A does not send its write
+	r.exit(b)
+	r.exit(a)
+}
+
+// leaderFailover: the authority survives its leader's crash, keeps its
+// epochs, and every member agrees once the stopped one is back.
+func leaderFailover(r *script) {
+	a, b := r.start("A"), r.start("B")
+	expiry := r.def.Params.TTL
+	r.at(0).acquire(a)
+	r.stopLeader()
+	r.at(expiry).acquire(b) // granted by the two members left
+	r.write(b, r.def.Params.ValueB)
+	r.write(a, r.def.Params.ValueA) // stale
+	r.restartMember()
+	r.readEachMember()
 	r.exit(b)
 	r.exit(a)
 }

@@ -23,6 +23,9 @@ type Parameters struct {
 	ValueA            string `json:"value_a"`
 	ValueB            string `json:"value_b"`
 	ConflictingValueB string `json:"conflicting_value_b,omitempty"`
+	// SessionMargin is the margin of a session that holds A's lease: the
+	// session ends that many ticks before the lease's expiry.
+	SessionMargin int64 `json:"session_margin,omitempty"`
 }
 
 // Step is one action of one worker, in the order the controller ran them.

@@ -26,6 +26,15 @@ type Verdicts struct {
 	ReplayReported bool `json:"replay_reported"`
 	// ConflictRejected: a different value at the stored epoch was rejected.
 	ConflictRejected bool `json:"conflict_rejected"`
+	// NotLiveRejected: the guarded receiver rejected a write because the
+	// writer's lease was not the live one at the write's tick.
+	NotLiveRejected bool `json:"not_live_rejected"`
+	// WriteNotSentSessionEnded: a holder did not send its write because
+	// its session had ended.
+	WriteNotSentSessionEnded bool `json:"write_not_sent_session_ended"`
+	// MembersAgree: the cluster's members were each read alone, and every
+	// one held the same lease epoch and the same record.
+	MembersAgree bool `json:"members_agree"`
 }
 
 func computeVerdicts(steps []Step, final *leases.Record) Verdicts {
@@ -36,7 +45,7 @@ func computeVerdicts(steps []Step, final *leases.Record) Verdicts {
 	for i := range steps {
 		s := &steps[i]
 		switch s.Operation {
-		case OpAcquire:
+		case OpAcquire, OpSession:
 			if live != nil && s.Actor != live.Actor {
 				if s.Outcome == OutcomeRefused && s.Tick == live.ExpiresAt-1 {
 					v.RefusedOneTickBeforeExpiry = true
@@ -65,9 +74,35 @@ func computeVerdicts(steps []Step, final *leases.Record) Verdicts {
 				v.ReplayReported = true
 			case leases.Conflict:
 				v.ConflictRejected = true
+			case leases.NotLive:
+				v.NotLiveRejected = true
+			case OutcomeNotSent:
+				v.WriteNotSentSessionEnded = true
 			}
 		}
 	}
+	v.MembersAgree = membersAgree(steps)
 	v.NewerValueLost = final != nil && final.ValueEpoch < highestAccepted
 	return v
+}
+
+// membersAgree reports whether the steps read the cluster's members one
+// by one and every member gave the same epoch and record.
+func membersAgree(steps []Step) bool {
+	var first *Step
+	for i := range steps {
+		s := &steps[i]
+		if s.Operation != OpReadMember {
+			continue
+		}
+		if first == nil {
+			first = s
+			continue
+		}
+		if s.Epoch != first.Epoch || (s.ReceiverAfter == nil) != (first.ReceiverAfter == nil) ||
+			s.ReceiverAfter != nil && *s.ReceiverAfter != *first.ReceiverAfter {
+			return false
+		}
+	}
+	return first != nil
 }

@@ -137,6 +137,39 @@ var verdictCases = []verdictCase{
 	{"a write rejected as a conflict",
 		[]Step{writeStep("B", 2, "b", leases.Accepted, 2), writeStep("B", 2, "c", leases.Conflict, 2)}, storedValue("b", 2),
 		Verdicts{ConflictRejected: true}},
+
+	// not_live_rejected
+	{"a guarded write rejected as not live",
+		[]Step{writeStep("A", 1, "a", leases.NotLive, 2)}, nil, Verdicts{NotLiveRejected: true}},
+	{"an observe answered not live is no write",
+		[]Step{observeStep("A", 1, leases.NotLive, 2)}, nil, Verdicts{}},
+
+	// write_not_sent_session_ended
+	{"a write not sent because the session ended",
+		[]Step{writeStep("A", 1, "a", OutcomeNotSent, 2)}, nil, Verdicts{WriteNotSentSessionEnded: true}},
+	{"a session's resume that found it ended is no write",
+		[]Step{{Actor: "A", Operation: OpResume, Outcome: OutcomeEnded}}, nil, Verdicts{}},
+
+	// members_agree
+	{"every member holds the same epoch and record",
+		[]Step{memberRead(2, storedValue("b", 2)), memberRead(2, storedValue("b", 2)), memberRead(2, storedValue("b", 2))},
+		nil, Verdicts{MembersAgree: true}},
+	{"one member holds another record",
+		[]Step{memberRead(2, storedValue("b", 2)), memberRead(2, storedValue("a", 1))}, nil, Verdicts{}},
+	{"one member holds another epoch",
+		[]Step{memberRead(2, storedValue("b", 2)), memberRead(1, storedValue("b", 2))}, nil, Verdicts{}},
+	{"one member holds no record",
+		[]Step{memberRead(2, storedValue("b", 2)), memberRead(2, nil)}, nil, Verdicts{}},
+
+	// a session's start counts as an acquire
+	{"a session granted, then another holder at its expiry tick",
+		[]Step{{Actor: "A", Operation: OpSession, Tick: 0, Epoch: 1, ExpiresAt: 3, Outcome: OutcomeGranted, HighestEpochGranted: 1},
+			acquireRefused("B", 2, 1), acquireGranted("B", 3, 2, 6)}, nil,
+		Verdicts{RefusedOneTickBeforeExpiry: true, GrantedAtExpiry: true}},
+}
+
+func memberRead(epoch int64, record *leases.Record) Step {
+	return Step{Actor: ClusterActor, Operation: OpReadMember, Epoch: epoch, Outcome: OutcomeRead, ReceiverAfter: record}
 }
 
 // Each verdict is computed from the steps, true where they show it and
