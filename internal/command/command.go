@@ -138,11 +138,18 @@ func Main(ctx context.Context, kinds []backend.Kind, args []string, stdout, stde
 	if err := writeOutput(*output, stdout, got); err != nil {
 		return failed("write results", err)
 	}
-	for _, sc := range doc.Scenarios {
-		fmt.Fprintln(stderr, scenarioSummary(sc))
+	for _, b := range doc.Backends {
+		for _, sc := range b.Scenarios {
+			fmt.Fprintf(stderr, "%-7s %s\n", b.Backend, scenarioSummary(sc))
+		}
+		for _, p := range b.Exploration.Protocols {
+			fmt.Fprintf(stderr, "%-7s %s\n", b.Backend, protocolSummary(p))
+		}
 	}
-	for _, p := range doc.Exploration.Protocols {
-		fmt.Fprintln(stderr, protocolSummary(p))
+	for _, a := range doc.Agreement {
+		if !a.Same {
+			fmt.Fprintf(stderr, "run-experiment: %s ran differently on %v\n", a.Scenario, a.Backends)
+		}
 	}
 	code := compareResults(stderr, *check, expected, expectedTree, got)
 	if *timings {
@@ -211,6 +218,9 @@ func scenarioSummary(s scenario.Scenario) string {
 	add(v.TwoValuesAcceptedAtOneEpoch, "TWO VALUES AT ONE EPOCH")
 	add(v.ReplayReported, "replay reported")
 	add(v.ConflictRejected, "conflict rejected")
+	add(v.NotLiveRejected, "rejected as not live")
+	add(v.WriteNotSentSessionEnded, "write not sent: session ended")
+	add(v.MembersAgree, "members agree")
 	final := "nothing stored"
 	if s.Final != nil {
 		final = fmt.Sprintf("%q at epoch %d", s.Final.Value, s.Final.ValueEpoch)

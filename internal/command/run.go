@@ -70,7 +70,7 @@ func Run(ctx context.Context, kinds []backend.Kind, opts Options) (*results.Resu
 		bounds = explore.DefaultBounds
 	}
 	doc := &results.Results{Schema: results.Schema}
-	for _, kind := range kinds[:1] {
+	for _, kind := range kinds {
 		dir, err := os.MkdirTemp("", "leases-"+kind.Name()+"-")
 		if err != nil {
 			return nil, err
@@ -90,18 +90,23 @@ func Run(ctx context.Context, kinds []backend.Kind, opts Options) (*results.Resu
 			return nil, err
 		}
 	}
+	doc.Agreement = results.Agree(doc.Backends)
 	return doc, nil
 }
 
 // runOn runs the scenarios and the exploration on one backend.
 func runOn(ctx context.Context, kind backend.Kind, running backend.Running, bounds explore.Bounds, opts Options, stats *RunStats, doc *results.Results) error {
+	section := results.Backend{Backend: kind.Name()}
 	start := time.Now()
 	for _, def := range scenario.Defs() {
+		if !def.RunsOn(kind.Name()) {
+			continue
+		}
 		sc, err := scenario.Run(ctx, kind, running, def, opts.Scenario)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", kind.Name(), err)
 		}
-		doc.Scenarios = append(doc.Scenarios, sc)
+		section.Scenarios = append(section.Scenarios, sc)
 	}
 	stats.Scenarios += time.Since(start)
 	// Not at the same time as the scenarios: measured, that saved nothing
@@ -109,10 +114,11 @@ func runOn(ctx context.Context, kind backend.Kind, running backend.Running, boun
 	start = time.Now()
 	exploration, exploreStats, err := explore.Explore(ctx, running, bounds)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", kind.Name(), err)
 	}
 	stats.Exploration += time.Since(start)
 	stats.Explore.Add(exploreStats)
-	doc.Exploration = exploration
+	section.Exploration = exploration
+	doc.Backends = append(doc.Backends, section)
 	return nil
 }

@@ -160,7 +160,7 @@ func printTimings(ctx context.Context, w io.Writer, doc *results.Results, stats 
 		return err
 	}
 	var writes, reads int
-	for _, sc := range doc.Scenarios {
+	for _, sc := range doc.Backends[0].Scenarios {
 		wr, rd := fileTransactions(sc)
 		writes, reads = writes+wr, reads+rd
 	}
