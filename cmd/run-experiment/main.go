@@ -1,19 +1,24 @@
 // Command run-experiment reruns the leases experiment with real worker
-// processes and writes, or checks, its semantic result.
+// processes, on SQLite and on a three-member etcd cluster it starts in its
+// own process, and writes, or checks, its semantic result.
 //
 //	go run ./cmd/run-experiment --check results.json --output reproduced.json
 //
 // Exit status: 0 match, 1 mismatch, 2 usage error or bad file, 3 the
 // experiment failed (or was interrupted).
+//
+// It is a module of its own, so that a user of the SQLite backend alone
+// never downloads or compiles etcd.
 package main
 
 import (
 	"os"
 
+	"leases/etcd/etcdtest"
 	"leases/internal/backend"
 	"leases/internal/command"
 )
 
 func main() {
-	os.Exit(command.Command(backend.SQLite{}))
+	os.Exit(command.Command(backend.SQLite{}, etcdtest.Backend{}))
 }

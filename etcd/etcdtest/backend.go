@@ -1,0 +1,223 @@
+package etcdtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"leases/etcd"
+	"leases/internal/backend"
+)
+
+// Backend is the etcd backend of the project's evidence (the scenarios,
+// the explorer and the command): the controller starts a cluster of three
+// members in the run's directory, each scenario gets a key prefix of its
+// own on it, and every worker process connects as a client of all three
+// members.
+type Backend struct{}
+
+var _ backend.Kind = Backend{}
+
+// Members is how many members the evidence's cluster has.
+const Members = 3
+
+// Name implements backend.Kind.
+func (Backend) Name() string { return "etcd" }
+
+// spec is what a worker needs to open a store on a place.
+type spec struct {
+	Endpoints []string `json:"endpoints"`
+	Prefix    string   `json:"prefix"`
+}
+
+// Open implements backend.Kind: a client of every endpoint in spec, and
+// the store on the spec's prefix. Closing the store closes the client.
+func (Backend) Open(ctx context.Context, specText string) (backend.Store, error) {
+	var s spec
+	if err := json.Unmarshal([]byte(specText), &s); err != nil {
+		return nil, fmt.Errorf("etcd place %q: %w", specText, err)
+	}
+	client, err := clientv3.New(clientv3.Config{Endpoints: s.Endpoints, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client of %v: %w", s.Endpoints, err)
+	}
+	return clientStore{etcd.New(client, etcd.Options{Prefix: s.Prefix}), client}, nil
+}
+
+// Start implements backend.Kind: a cluster of Members members.
+func (Backend) Start(ctx context.Context, dir string) (backend.Running, error) {
+	c, err := Start(ctx, dir, Members)
+	if err != nil {
+		return nil, err
+	}
+	return &running{cluster: c}, nil
+}
+
+// clientStore is a store that owns its client.
+type clientStore struct {
+	*etcd.Store
+	client *clientv3.Client
+}
+
+func (s clientStore) Close() error { return s.client.Close() }
+
+// running is the cluster of one run. Every place is a prefix of its own;
+// the explorer's stores too.
+type running struct {
+	cluster *Cluster
+	mu      sync.Mutex
+	places  int
+}
+
+func (r *running) Close() error { return r.cluster.Close() }
+
+// prefix names the n-th place of the run.
+func (r *running) prefix(name string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.places++
+	return fmt.Sprintf("/%s-%d/", name, r.places)
+}
+
+// NewPlace implements backend.Running.
+func (r *running) NewPlace(ctx context.Context, scenario string) (backend.Place, error) {
+	client, err := r.cluster.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &place{cluster: r.cluster, client: client, prefix: r.prefix(scenario), stopped: -1}
+	text, err := json.Marshal(spec{Endpoints: r.cluster.Endpoints(), Prefix: p.prefix})
+	p.spec = string(text)
+	return p, err
+}
+
+// Explorable implements backend.Running: a store on a fresh prefix whose
+// snapshot is every key under it.
+func (r *running) Explorable(ctx context.Context) (backend.Explorable, error) {
+	client, err := r.cluster.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prefix := r.prefix("explore")
+	return explorable{clientStore{etcd.New(client, etcd.Options{Prefix: prefix}), client}, prefix}, nil
+}
+
+// place is one scenario's prefix on the run's cluster. It is a
+// backend.Cluster: the failover scenario stops and restarts the leader.
+type place struct {
+	cluster *Cluster
+	client  *clientv3.Client // the controller's, for cleaning up
+	prefix  string
+	spec    string
+	stopped int // the stopped member, or -1
+}
+
+func (p *place) Spec() string { return p.spec }
+
+// Close deletes every key under the prefix: what a scenario wrote is not
+// left for the next one, nor counted in the explorer's snapshots.
+func (p *place) Close() error {
+	_, err := p.client.Delete(context.Background(), p.prefix, clientv3.WithPrefix())
+	return errors.Join(err, p.client.Close())
+}
+
+func (p *place) Members() int { return Members }
+
+// StopLeader stops the leading member and returns once the others have
+// elected a new leader among themselves.
+func (p *place) StopLeader(ctx context.Context) error {
+	leader, err := p.cluster.Leader(ctx)
+	if err != nil {
+		return err
+	}
+	if err := p.cluster.Stop(leader); err != nil {
+		return err
+	}
+	p.stopped = leader
+	_, err = p.cluster.Leader(ctx)
+	return err
+}
+
+// RestartStopped restarts the member StopLeader stopped and returns once
+// it serves a linearizable read, which it does only after it has applied
+// everything the cluster committed up to the read.
+func (p *place) RestartStopped(ctx context.Context) error {
+	if p.stopped < 0 {
+		return errors.New("etcdtest: no member was stopped")
+	}
+	if err := p.cluster.Restart(ctx, p.stopped); err != nil {
+		return err
+	}
+	client, err := p.cluster.MemberClient(ctx, p.stopped)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	_, err = client.Get(ctx, p.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	p.stopped = -1
+	return err
+}
+
+// OpenMember opens a store whose requests member i alone serves.
+func (p *place) OpenMember(ctx context.Context, i int) (backend.Store, error) {
+	client, err := p.cluster.MemberClient(ctx, i)
+	if err != nil {
+		return nil, err
+	}
+	return clientStore{etcd.New(client, etcd.Options{Prefix: p.prefix}), client}, nil
+}
+
+// explorable is a store whose snapshot is every key under its prefix with
+// its value, in key order: two snapshots are equal exactly when the keys
+// and values are, whatever their revisions.
+type explorable struct {
+	clientStore
+	prefix string
+}
+
+func (e explorable) Snapshot(ctx context.Context) ([]byte, error) {
+	resp, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	pairs := make([][2]string, len(resp.Kvs))
+	for i, kv := range resp.Kvs {
+		pairs[i] = [2]string{strings.TrimPrefix(string(kv.Key), e.prefix), string(kv.Value)}
+	}
+	return json.Marshal(pairs)
+}
+
+// Restore makes the keys under the prefix those of the snapshot, in one
+// transaction: it deletes the keys the snapshot lacks (etcd refuses a
+// transaction whose delete and put touch one key) and puts the others.
+func (e explorable) Restore(ctx context.Context, snapshot []byte) error {
+	var pairs [][2]string
+	if err := json.Unmarshal(snapshot, &pairs); err != nil {
+		return fmt.Errorf("restore: not a snapshot: %w", err)
+	}
+	now, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	keep := map[string]bool{}
+	var ops []clientv3.Op
+	for _, kv := range pairs {
+		keep[e.prefix+kv[0]] = true
+		ops = append(ops, clientv3.OpPut(e.prefix+kv[0], kv[1]))
+	}
+	for _, kv := range now.Kvs {
+		if !keep[string(kv.Key)] {
+			ops = append(ops, clientv3.OpDelete(string(kv.Key)))
+		}
+	}
+	if _, err := e.client.Txn(ctx).Then(ops...).Commit(); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	return nil
+}
