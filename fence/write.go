@@ -1,0 +1,120 @@
+package fence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"leases"
+	"leases/internal/rules"
+)
+
+// errDisagree reports that the table's answer contradicts the receiver
+// rule: a bug, or a table of that name that is not this schema or whose
+// rows were changed by hand.
+var errDisagree = errors.New("the fence table and the receiver rule disagree")
+
+// Write offers value for resource at epoch, inside tx, and reports what
+// the fenced receiver's rule decided, with the record as it stands in tx
+// afterwards. Only an Accepted write changed the table: store your own
+// rows in tx, and commit, only then. A Replay means an earlier transaction
+// with this epoch and value committed already; Conflict and Stale mean
+// that this holder must not act.
+//
+// Invalid input is refused with [leases.ErrInvalidInput] before any
+// statement runs. Any other error leaves tx to be rolled back (see the
+// package documentation).
+func (t *Table) Write(ctx context.Context, tx *sql.Tx, resource string, epoch int64, value string) (leases.WriteResult, error) {
+	if err := rules.CheckWrite(leases.Fenced, resource, epoch, value); err != nil {
+		return leases.WriteResult{}, err
+	}
+	result, err := t.upsert(ctx, tx, t.sql.write, resource, epoch, []any{resource, epoch, value},
+		func(stored leases.Record, found bool) leases.WriteResult {
+			return rules.Write(leases.Fenced, stored, found, epoch, value)
+		})
+	if err != nil {
+		return leases.WriteResult{}, fmt.Errorf("fence %s: write %q at epoch %d: %w", t.name, resource, epoch, err)
+	}
+	return result, nil
+}
+
+// Observe raises the fence for resource to epoch inside tx, without a
+// value: once tx commits, every write with a lower epoch is Stale. The
+// stored value is kept, and the first write at epoch is accepted. The
+// outcome is Accepted when the fence rose, Replay when it was at epoch
+// already, and Stale when a higher epoch was committed before: the caller
+// has been superseded and must not act. Errors as for [Table.Write].
+func (t *Table) Observe(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
+	if err := rules.CheckObserve(leases.Fenced, resource, epoch); err != nil {
+		return leases.WriteResult{}, err
+	}
+	result, err := t.upsert(ctx, tx, t.sql.observe, resource, epoch, []any{resource, epoch},
+		func(stored leases.Record, found bool) leases.WriteResult {
+			return rules.Observe(stored, found, epoch)
+		})
+	if err != nil {
+		return leases.WriteResult{}, fmt.Errorf("fence %s: observe %q at epoch %d: %w", t.name, resource, epoch, err)
+	}
+	return result, nil
+}
+
+// Read returns the record of resource as tx sees it; found is false while
+// the resource has none. It takes no lock: decide nothing on it that you
+// then write, Write and Observe decide and store in one statement.
+func (t *Table) Read(ctx context.Context, tx *sql.Tx, resource string) (record leases.Record, found bool, err error) {
+	if err := rules.CheckName("resource", resource); err != nil {
+		return leases.Record{}, false, err
+	}
+	record, found, err = scanRecord(tx.QueryRowContext(ctx, t.sql.read, resource))
+	if err != nil {
+		return leases.Record{}, false, fmt.Errorf("fence %s: read %q: %w", t.name, resource, err)
+	}
+	return record, found, nil
+}
+
+// upsert runs one of the conditional upserts. A returned row is the record
+// it stored. No row means the rule's condition was false: the row that
+// rejected it is read (locked, where the database has row locks) and
+// decide names the outcome, which then must not be Accepted.
+func (t *Table) upsert(ctx context.Context, tx *sql.Tx, statement, resource string, epoch int64, args []any,
+	decide func(stored leases.Record, found bool) leases.WriteResult) (leases.WriteResult, error) {
+	stored, accepted, err := scanRecord(tx.QueryRowContext(ctx, statement, args...))
+	if err != nil {
+		return leases.WriteResult{}, err
+	}
+	if accepted {
+		if stored.Epoch != epoch {
+			return leases.WriteResult{}, fmt.Errorf("%w: stored epoch %d instead of %d", errDisagree, stored.Epoch, epoch)
+		}
+		return leases.WriteResult{Outcome: leases.Accepted, Record: stored}, nil
+	}
+	stored, found, err := scanRecord(tx.QueryRowContext(ctx, t.sql.readRejecting, resource))
+	if err != nil {
+		return leases.WriteResult{}, fmt.Errorf("read the rejecting row: %w", err)
+	}
+	if !found {
+		return leases.WriteResult{}, fmt.Errorf("%w: nothing stored and no row found", errDisagree)
+	}
+	result := decide(stored, true)
+	if result.Outcome == leases.Accepted {
+		return leases.WriteResult{}, fmt.Errorf("%w: rejected, yet the rule accepts over %+v", errDisagree, stored)
+	}
+	return result, nil
+}
+
+// scanRecord reads one row of the table, or reports that there was none.
+func scanRecord(row *sql.Row) (leases.Record, bool, error) {
+	var record leases.Record
+	var valueEpoch sql.NullInt64
+	var value sql.NullString
+	err := row.Scan(&record.Epoch, &valueEpoch, &value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return leases.Record{}, false, nil
+	}
+	if err != nil {
+		return leases.Record{}, false, err
+	}
+	record.ValueEpoch, record.Value = valueEpoch.Int64, value.String
+	return record, true, nil
+}

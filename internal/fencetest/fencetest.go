@@ -1,0 +1,99 @@
+// Package fencetest holds the tests of package leases/fence that every
+// database must pass, for each database's test files to run on their own
+// connections: the root module's on SQLite, module leases/postgres's on
+// a PostgreSQL server. (Go's internal rule is by import path, so the
+// other module may import it.)
+package fencetest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+
+	"leases/fence"
+)
+
+// Context returns a context that ends at the test's deadline, if it has
+// one: it only bounds a hang, it never decides an order.
+func Context(t *testing.T) context.Context {
+	t.Helper()
+	ctx := context.Background()
+	if deadline, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		t.Cleanup(cancel)
+	}
+	return ctx
+}
+
+// DB is a database under test.
+type DB struct {
+	*sql.DB
+	Dialect fence.Dialect
+}
+
+// SQL adapts a statement written with PostgreSQL's $n placeholders to the
+// database's dialect.
+func (db DB) SQL(statement string) string {
+	if db.Dialect == fence.SQLite {
+		return strings.ReplaceAll(statement, "$", "?")
+	}
+	return statement
+}
+
+// Setup creates a fence table called name and a business table next to
+// it (name + "_business": resource, epoch, value, writer), the rows that
+// a worker stores in the transaction in which the fence accepted it.
+func Setup(t *testing.T, db DB, name string) *fence.Table {
+	t.Helper()
+	ctx := Context(t)
+	table, err := fence.New(db.Dialect, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := table.Create(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+name+`_business (
+		resource TEXT NOT NULL, epoch BIGINT NOT NULL, value TEXT NOT NULL, writer BIGINT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	return table
+}
+
+// insertBusiness stores the business row of an accepted write in tx.
+func insertBusiness(ctx context.Context, db DB, tx *sql.Tx, table *fence.Table, resource string, epoch int64, value string, writer int) error {
+	_, err := tx.ExecContext(ctx, db.SQL(`INSERT INTO `+table.Name()+`_business (resource, epoch, value, writer) VALUES ($1, $2, $3, $4)`),
+		resource, epoch, value, writer)
+	if err != nil {
+		return fmt.Errorf("business row: %w", err)
+	}
+	return nil
+}
+
+// businessRows returns the committed business rows of resource, each as
+// "epoch=value", in the order of their epochs.
+func businessRows(t *testing.T, db DB, table *fence.Table, resource string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(Context(t), db.SQL(`SELECT epoch, value FROM `+table.Name()+`_business
+		WHERE resource = $1 ORDER BY epoch, value`), resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var found []string
+	for rows.Next() {
+		var epoch int64
+		var value string
+		if err := rows.Scan(&epoch, &value); err != nil {
+			t.Fatal(err)
+		}
+		found = append(found, fmt.Sprintf("%d=%s", epoch, value))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
