@@ -9,6 +9,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,11 +75,11 @@ func insertBusiness(ctx context.Context, db DB, tx *sql.Tx, table *fence.Table, 
 }
 
 // businessRows returns the committed business rows of resource, each as
-// "epoch=value", in the order of their epochs.
+// row renders it, sorted.
 func businessRows(t *testing.T, db DB, table *fence.Table, resource string) []string {
 	t.Helper()
 	rows, err := db.QueryContext(Context(t), db.SQL(`SELECT epoch, value FROM `+table.Name()+`_business
-		WHERE resource = $1 ORDER BY epoch, value`), resource)
+		WHERE resource = $1`), resource)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +91,14 @@ func businessRows(t *testing.T, db DB, table *fence.Table, resource string) []st
 		if err := rows.Scan(&epoch, &value); err != nil {
 			t.Fatal(err)
 		}
-		found = append(found, fmt.Sprintf("%d=%s", epoch, value))
+		found = append(found, row(epoch, value))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+	slices.Sort(found)
 	return found
 }
+
+// row renders a business row as "epoch=value".
+func row(epoch int64, value string) string { return fmt.Sprintf("%d=%s", epoch, value) }
