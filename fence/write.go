@@ -26,10 +26,14 @@ var errDisagree = errors.New("the fence table and the receiver rule disagree")
 // statement runs. Any other error leaves tx to be rolled back (see the
 // package documentation).
 func (t *Table) Write(ctx context.Context, tx *sql.Tx, resource string, epoch int64, value string) (leases.WriteResult, error) {
+	return t.write(ctx, unprepared{}, tx, resource, epoch, value)
+}
+
+func (t *Table) write(ctx context.Context, run runner, tx *sql.Tx, resource string, epoch int64, value string) (leases.WriteResult, error) {
 	if err := rules.CheckWrite(leases.Fenced, resource, epoch, value); err != nil {
 		return leases.WriteResult{}, err
 	}
-	result, err := t.upsert(ctx, tx, t.sql.write, resource, epoch, []any{resource, epoch, value},
+	result, err := t.upsert(ctx, run, tx, t.sql.write, resource, epoch, []any{resource, epoch, value},
 		func(stored leases.Record, found bool) leases.WriteResult {
 			return rules.Write(leases.Fenced, stored, found, epoch, value)
 		})
@@ -46,10 +50,14 @@ func (t *Table) Write(ctx context.Context, tx *sql.Tx, resource string, epoch in
 // already, and Stale when a higher epoch was committed before: the caller
 // has been superseded and must not act. Errors as for [Table.Write].
 func (t *Table) Observe(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
+	return t.observe(ctx, unprepared{}, tx, resource, epoch)
+}
+
+func (t *Table) observe(ctx context.Context, run runner, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
 	if err := rules.CheckObserve(leases.Fenced, resource, epoch); err != nil {
 		return leases.WriteResult{}, err
 	}
-	result, err := t.upsert(ctx, tx, t.sql.observe, resource, epoch, []any{resource, epoch},
+	result, err := t.upsert(ctx, run, tx, t.sql.observe, resource, epoch, []any{resource, epoch},
 		func(stored leases.Record, found bool) leases.WriteResult {
 			return rules.Observe(stored, found, epoch)
 		})
@@ -63,10 +71,14 @@ func (t *Table) Observe(ctx context.Context, tx *sql.Tx, resource string, epoch 
 // the resource has none. It takes no lock: decide nothing on it that you
 // then write, Write and Observe decide and store in one statement.
 func (t *Table) Read(ctx context.Context, tx *sql.Tx, resource string) (record leases.Record, found bool, err error) {
+	return t.read(ctx, unprepared{}, tx, resource)
+}
+
+func (t *Table) read(ctx context.Context, run runner, tx *sql.Tx, resource string) (record leases.Record, found bool, err error) {
 	if err := rules.CheckName("resource", resource); err != nil {
 		return leases.Record{}, false, err
 	}
-	record, found, err = scanRecord(tx.QueryRowContext(ctx, t.sql.read, resource))
+	record, found, err = scanRecord(run.queryRow(ctx, tx, t.sql.read, resource))
 	if err != nil {
 		return leases.Record{}, false, fmt.Errorf("fence %s: read %q: %w", t.name, resource, err)
 	}
@@ -77,9 +89,9 @@ func (t *Table) Read(ctx context.Context, tx *sql.Tx, resource string) (record l
 // it stored. No row means the rule's condition was false: the row that
 // rejected it is read (locked, where the database has row locks) and
 // decide names the outcome, which then must not be Accepted.
-func (t *Table) upsert(ctx context.Context, tx *sql.Tx, statement, resource string, epoch int64, args []any,
+func (t *Table) upsert(ctx context.Context, run runner, tx *sql.Tx, statement, resource string, epoch int64, args []any,
 	decide func(stored leases.Record, found bool) leases.WriteResult) (leases.WriteResult, error) {
-	stored, accepted, err := scanRecord(tx.QueryRowContext(ctx, statement, args...))
+	stored, accepted, err := scanRecord(run.queryRow(ctx, tx, statement, args...))
 	if err != nil {
 		return leases.WriteResult{}, err
 	}
@@ -89,7 +101,7 @@ func (t *Table) upsert(ctx context.Context, tx *sql.Tx, statement, resource stri
 		}
 		return leases.WriteResult{Outcome: leases.Accepted, Record: stored}, nil
 	}
-	stored, found, err := scanRecord(tx.QueryRowContext(ctx, t.sql.readRejecting, resource))
+	stored, found, err := scanRecord(run.queryRow(ctx, tx, t.sql.readRejecting, resource))
 	if err != nil {
 		return leases.WriteResult{}, fmt.Errorf("read the rejecting row: %w", err)
 	}
@@ -117,4 +129,16 @@ func scanRecord(row *sql.Row) (leases.Record, bool, error) {
 	}
 	record.ValueEpoch, record.Value = valueEpoch.Int64, value.String
 	return record, true, nil
+}
+
+// runner runs one of the table's statements in tx, as text or prepared.
+type runner interface {
+	queryRow(ctx context.Context, tx *sql.Tx, statement string, args ...any) *sql.Row
+}
+
+// unprepared hands the statement's text to the driver each time.
+type unprepared struct{}
+
+func (unprepared) queryRow(ctx context.Context, tx *sql.Tx, statement string, args ...any) *sql.Row {
+	return tx.QueryRowContext(ctx, statement, args...)
 }

@@ -25,6 +25,9 @@ type Load struct {
 	Transactions int
 	// Isolation is the writers' transaction isolation level.
 	Isolation sql.IsolationLevel
+	// Prepared makes each writer call the fence through statements
+	// prepared on its handle (fence.Prepared), not as text.
+	Prepared bool
 	// ReadFirst makes each transaction read the business table before
 	// it reaches the fence, as a transaction that looks before it acts
 	// does: in SQLite a DEFERRED transaction must then upgrade.
@@ -86,6 +89,10 @@ func Concurrent(t *testing.T, load Load) (failed int) {
 	calls := make([][]call, len(load.DBs))
 	var wg sync.WaitGroup
 	for w, db := range load.DBs {
+		var via Fence = table
+		if load.Prepared {
+			via = prepare(t, db, table)
+		}
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
 			for k := range load.Transactions {
@@ -93,7 +100,7 @@ func Concurrent(t *testing.T, load Load) (failed int) {
 				step := pickStep(rng, latest[resource], w, k)
 				for { // as the fence's users must: retry after an expected error
 					c := call{writer: w, resource: resource, step: step}
-					err := run(ctx, db, table, load, &c, &clock)
+					err := run(ctx, db, table, via, load, &c, &clock)
 					if err != nil && (ctx.Err() != nil || load.Expected == nil || !load.Expected(err)) {
 						t.Errorf("writer %d, %s on %s: %v", w, describe(c.step), c.resource, err)
 						return
@@ -151,13 +158,13 @@ func pickStep(rng *rand.Rand, latest *atomic.Int64, w, k int) step {
 // fence accepted, then commit (rollback one time in eight, and always
 // when the fence refused: nothing to keep). Afterwards the writer reads
 // the committed fence, in a transaction of its own.
-func run(ctx context.Context, db DB, table *fence.Table, load Load, c *call, clock *atomic.Int64) error {
+func run(ctx context.Context, db DB, table *fence.Table, via Fence, load Load, c *call, clock *atomic.Int64) error {
 	c.began = clock.Add(1)
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: load.Isolation})
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := transaction(ctx, db, tx, table, load, c); err != nil {
+	if err := transaction(ctx, db, tx, table, via, load, c); err != nil {
 		return errors.Join(err, ignoreDone(tx.Rollback()))
 	}
 	if c.result.Outcome != leases.Accepted || c.began%8 == 0 {
@@ -175,10 +182,10 @@ func run(ctx context.Context, db DB, table *fence.Table, load Load, c *call, clo
 		c.committed = clock.Add(1)
 	}
 	c.seenAt = clock.Add(1)
-	return readSeen(ctx, db, table, load, c)
+	return readSeen(ctx, db, via, load, c)
 }
 
-func transaction(ctx context.Context, db DB, tx *sql.Tx, table *fence.Table, load Load, c *call) error {
+func transaction(ctx context.Context, db DB, tx *sql.Tx, table *fence.Table, via Fence, load Load, c *call) error {
 	if load.ReadFirst {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table.Name()+`_business`).Scan(&n); err != nil {
@@ -186,7 +193,7 @@ func transaction(ctx context.Context, db DB, tx *sql.Tx, table *fence.Table, loa
 		}
 	}
 	var err error
-	if c.result, err = c.step.run(ctx, table, tx, c.resource); err != nil {
+	if c.result, err = c.step.run(ctx, via, tx, c.resource); err != nil {
 		return err
 	}
 	if c.result.Outcome == leases.Accepted && !c.observe {
@@ -197,11 +204,11 @@ func transaction(ctx context.Context, db DB, tx *sql.Tx, table *fence.Table, loa
 
 // readSeen reads the committed fence in a transaction of its own, retried
 // while the database answers an expected error.
-func readSeen(ctx context.Context, db DB, table *fence.Table, load Load, c *call) error {
+func readSeen(ctx context.Context, db DB, via Fence, load Load, c *call) error {
 	for {
 		tx, err := db.BeginTx(ctx, nil)
 		if err == nil {
-			c.seen, _, err = table.Read(ctx, tx, c.resource)
+			c.seen, _, err = via.Read(ctx, tx, c.resource)
 			err = errors.Join(err, tx.Rollback())
 		}
 		if err == nil || ctx.Err() != nil || load.Expected == nil || !load.Expected(err) {

@@ -12,16 +12,20 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"leases"
 	"leases/fence"
 )
 
 // Context returns a context that ends at the test's deadline, if it has
 // one: it only bounds a hang, it never decides an order.
-func Context(t *testing.T) context.Context {
+func Context(t testing.TB) context.Context {
 	t.Helper()
 	ctx := context.Background()
-	if deadline, ok := t.Deadline(); ok {
+	if withDeadline, ok := t.(interface{ Deadline() (time.Time, bool) }); !ok {
+		return ctx
+	} else if deadline, ok := withDeadline.Deadline(); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		t.Cleanup(cancel)
@@ -47,7 +51,7 @@ func (db DB) SQL(statement string) string {
 // Setup creates a fence table called name and a business table next to
 // it (name + "_business": resource, epoch, value, writer), the rows that
 // a worker stores in the transaction in which the fence accepted it.
-func Setup(t *testing.T, db DB, name string) *fence.Table {
+func Setup(t testing.TB, db DB, name string) *fence.Table {
 	t.Helper()
 	ctx := Context(t)
 	table, err := fence.New(db.Dialect, name)
@@ -62,6 +66,37 @@ func Setup(t *testing.T, db DB, name string) *fence.Table {
 		t.Fatal(err)
 	}
 	return table
+}
+
+// Fence is what a fence.Table and a fence.Prepared both do.
+type Fence interface {
+	Write(ctx context.Context, tx *sql.Tx, resource string, epoch int64, value string) (leases.WriteResult, error)
+	Observe(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error)
+	Read(ctx context.Context, tx *sql.Tx, resource string) (leases.Record, bool, error)
+}
+
+// face is one way of calling a table's statements.
+type face struct {
+	name string
+	via  Fence
+}
+
+// faces returns both ways of calling table: its statements handed to the
+// driver as text, and prepared on db.
+func faces(t testing.TB, db DB, table *fence.Table) []face {
+	t.Helper()
+	return []face{{"text", table}, {"prepared", prepare(t, db, table)}}
+}
+
+// prepare prepares table's statements on db until the test ends.
+func prepare(t testing.TB, db DB, table *fence.Table) *fence.Prepared {
+	t.Helper()
+	prepared, err := table.Prepare(Context(t), db.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = prepared.Close() })
+	return prepared
 }
 
 // insertBusiness stores the business row of an accepted write in tx.

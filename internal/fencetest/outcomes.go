@@ -22,7 +22,7 @@ func write(epoch int64, value string) step { return step{epoch: epoch, value: va
 func observe(epoch int64) step             { return step{observe: true, epoch: epoch} }
 
 // run calls the fence for s in tx.
-func (s step) run(ctx context.Context, table *fence.Table, tx *sql.Tx, resource string) (leases.WriteResult, error) {
+func (s step) run(ctx context.Context, table Fence, tx *sql.Tx, resource string) (leases.WriteResult, error) {
 	if s.observe {
 		return table.Observe(ctx, tx, resource, s.epoch)
 	}
@@ -36,6 +36,12 @@ func (s step) run(ctx context.Context, table *fence.Table, tx *sql.Tx, resource 
 // neither.
 func Outcomes(t *testing.T, db DB) {
 	table := Setup(t, db, "outcomes")
+	for _, face := range faces(t, db, table) {
+		t.Run(face.name, func(t *testing.T) { outcomes(t, db, table, face.via) })
+	}
+}
+
+func outcomes(t *testing.T, db DB, table *fence.Table, via Fence) {
 	for _, c := range []struct {
 		name     string
 		before   []step // committed first, one transaction each
@@ -82,10 +88,10 @@ func Outcomes(t *testing.T, db DB) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := Context(t)
-			resource := c.name // a row of the test's own
+			resource := t.Name() // a row of the test's own
 			for _, s := range c.before {
 				commit(t, db, func(tx *sql.Tx) {
-					if _, err := s.run(ctx, table, tx, resource); err != nil {
+					if _, err := s.run(ctx, via, tx, resource); err != nil {
 						t.Fatal(err)
 					}
 				})
@@ -94,7 +100,7 @@ func Outcomes(t *testing.T, db DB) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := c.call.run(ctx, table, tx, resource)
+			got, err := c.call.run(ctx, via, tx, resource)
 			if err != nil {
 				t.Fatal(errors.Join(err, tx.Rollback()))
 			}
@@ -137,7 +143,7 @@ func accepted(epoch, valueEpoch int64, value string) leases.WriteResult {
 }
 
 // commit runs fn in a transaction of its own and commits it.
-func commit(t *testing.T, db DB, fn func(tx *sql.Tx)) {
+func commit(t testing.TB, db DB, fn func(tx *sql.Tx)) {
 	t.Helper()
 	tx, err := db.BeginTx(Context(t), nil)
 	if err != nil {
@@ -152,7 +158,7 @@ func commit(t *testing.T, db DB, fn func(tx *sql.Tx)) {
 
 // Committed reads the committed record of resource in a transaction of
 // its own.
-func Committed(t *testing.T, db DB, table *fence.Table, resource string) (record leases.Record, found bool) {
+func Committed(t testing.TB, db DB, table *fence.Table, resource string) (record leases.Record, found bool) {
 	t.Helper()
 	commit(t, db, func(tx *sql.Tx) {
 		var err error

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"leases"
+	"leases/fence"
 	"leases/internal/rules"
 )
 
@@ -17,6 +18,12 @@ import (
 // over the same row, and commits exactly the record it reports.
 func Rule(t *testing.T, db DB) {
 	table := Setup(t, db, "rule")
+	for _, face := range faces(t, db, table) {
+		t.Run(face.name, func(t *testing.T) { rule(t, db, table, face.via) })
+	}
+}
+
+func rule(t *testing.T, db DB, table *fence.Table, via Fence) {
 	const fenceEpoch = 2
 	type stored struct {
 		name  string
@@ -34,7 +41,7 @@ func Rule(t *testing.T, db DB) {
 				name := fmt.Sprintf("%s, %s", s.name, describe(call))
 				t.Run(name, func(t *testing.T) {
 					ctx := Context(t)
-					resource := name
+					resource := t.Name()
 					if s.found {
 						putRow(t, db, table.Name(), resource, s.Record)
 					}
@@ -45,7 +52,7 @@ func Rule(t *testing.T, db DB) {
 					var got leases.WriteResult
 					commit(t, db, func(tx *sql.Tx) {
 						var err error
-						if got, err = call.run(ctx, table, tx, resource); err != nil {
+						if got, err = call.run(ctx, via, tx, resource); err != nil {
 							t.Fatal(err)
 						}
 					})
