@@ -197,7 +197,7 @@ func transaction(ctx context.Context, db DB, tx *sql.Tx, table *fence.Table, via
 		return err
 	}
 	if c.result.Outcome == leases.Accepted && !c.observe {
-		return insertBusiness(ctx, db, tx, table, c.resource, c.epoch, c.value, c.writer)
+		return InsertBusiness(ctx, db, tx, table, c.resource, c.epoch, c.value, c.writer)
 	}
 	return nil
 }

@@ -99,8 +99,8 @@ func prepare(t testing.TB, db DB, table *fence.Table) *fence.Prepared {
 	return prepared
 }
 
-// insertBusiness stores the business row of an accepted write in tx.
-func insertBusiness(ctx context.Context, db DB, tx *sql.Tx, table *fence.Table, resource string, epoch int64, value string, writer int) error {
+// InsertBusiness stores the business row of an accepted write in tx.
+func InsertBusiness(ctx context.Context, db DB, tx *sql.Tx, table *fence.Table, resource string, epoch int64, value string, writer int) error {
 	_, err := tx.ExecContext(ctx, db.SQL(`INSERT INTO `+table.Name()+`_business (resource, epoch, value, writer) VALUES ($1, $2, $3, $4)`),
 		resource, epoch, value, writer)
 	if err != nil {
@@ -109,9 +109,9 @@ func insertBusiness(ctx context.Context, db DB, tx *sql.Tx, table *fence.Table, 
 	return nil
 }
 
-// businessRows returns the committed business rows of resource, each as
-// row renders it, sorted.
-func businessRows(t *testing.T, db DB, table *fence.Table, resource string) []string {
+// BusinessRows returns the committed business rows of resource, each as
+// Row renders it, sorted.
+func BusinessRows(t testing.TB, db DB, table *fence.Table, resource string) []string {
 	t.Helper()
 	rows, err := db.QueryContext(Context(t), db.SQL(`SELECT epoch, value FROM `+table.Name()+`_business
 		WHERE resource = $1`), resource)
@@ -126,7 +126,7 @@ func businessRows(t *testing.T, db DB, table *fence.Table, resource string) []st
 		if err := rows.Scan(&epoch, &value); err != nil {
 			t.Fatal(err)
 		}
-		found = append(found, row(epoch, value))
+		found = append(found, Row(epoch, value))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -135,5 +135,5 @@ func businessRows(t *testing.T, db DB, table *fence.Table, resource string) []st
 	return found
 }
 
-// row renders a business row as "epoch=value".
-func row(epoch int64, value string) string { return fmt.Sprintf("%d=%s", epoch, value) }
+// Row renders a business row as "epoch=value".
+func Row(epoch int64, value string) string { return fmt.Sprintf("%d=%s", epoch, value) }

@@ -66,7 +66,7 @@ func checkHistory(t *testing.T, db DB, table *fence.Table, resource string, all 
 			t.Errorf("%s: two values committed at epoch %d: %q and %q", resource, a.epoch, other, a.value)
 		}
 		valueAt[a.epoch] = a.value
-		wantRows = append(wantRows, row(a.epoch, a.value))
+		wantRows = append(wantRows, Row(a.epoch, a.value))
 		if a.epoch > want.ValueEpoch {
 			want.ValueEpoch, want.Value = a.epoch, a.value
 		}
@@ -75,7 +75,7 @@ func checkHistory(t *testing.T, db DB, table *fence.Table, resource string, all 
 		t.Errorf("%s: the table holds %+v, the committed calls left %+v", resource, got, want)
 	}
 	slices.Sort(wantRows)
-	if rows := businessRows(t, db, table, resource); !slices.Equal(rows, wantRows) {
+	if rows := BusinessRows(t, db, table, resource); !slices.Equal(rows, wantRows) {
 		t.Errorf("%s: business rows %q, the committed accepted writes are %q", resource, rows, wantRows)
 	}
 }

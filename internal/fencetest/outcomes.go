@@ -108,7 +108,7 @@ func outcomes(t *testing.T, db DB, table *fence.Table, via Fence) {
 				t.Errorf("got %+v, want %+v", got, c.want)
 			}
 			if got.Outcome == leases.Accepted && !c.call.observe {
-				if err := insertBusiness(ctx, db, tx, table, resource, c.call.epoch, c.call.value, 0); err != nil {
+				if err := InsertBusiness(ctx, db, tx, table, resource, c.call.epoch, c.call.value, 0); err != nil {
 					t.Fatal(errors.Join(err, tx.Rollback()))
 				}
 			}
@@ -123,7 +123,7 @@ func outcomes(t *testing.T, db DB, table *fence.Table, via Fence) {
 			if found != (c.committed != leases.Record{}) || record != c.committed {
 				t.Errorf("committed: %+v (found %v), want %+v", record, found, c.committed)
 			}
-			if rows := businessRows(t, db, table, resource); !slices.Equal(rows, c.business) {
+			if rows := BusinessRows(t, db, table, resource); !slices.Equal(rows, c.business) {
 				t.Errorf("business rows %q, want %q", rows, c.business)
 			}
 		})
