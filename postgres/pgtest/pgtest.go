@@ -28,6 +28,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,9 +66,10 @@ var Settings = []string{
 }
 
 // Start initializes a cluster in a new temporary directory and starts a
-// server on it, waiting until it accepts connections or ctx ends. The
-// caller must Close it.
-func Start(ctx context.Context) (*Server, error) {
+// server on it with Settings and then settings ("name=value", the later
+// one wins), waiting until it accepts connections or ctx ends. The caller
+// must Close it.
+func Start(ctx context.Context, settings ...string) (*Server, error) {
 	began := time.Now()
 	for _, tool := range []string{"initdb", "postgres"} {
 		if _, err := os.Stat(filepath.Join(BinDir, tool)); err != nil {
@@ -83,14 +85,14 @@ func Start(ctx context.Context) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{dir: dir, exited: make(chan struct{})}
-	if err := s.start(ctx, owner); err != nil {
+	if err := s.start(ctx, owner, append(slices.Clone(Settings), settings...)); err != nil {
 		return nil, errors.Join(fmt.Errorf("start postgresql in %s: %w", dir, err), s.Close())
 	}
 	s.Started = time.Since(began)
 	return s, nil
 }
 
-func (s *Server) start(ctx context.Context, owner *syscall.Credential) error {
+func (s *Server) start(ctx context.Context, owner *syscall.Credential, settings []string) error {
 	if owner != nil {
 		if err := os.Chown(s.dir, int(owner.Uid), int(owner.Gid)); err != nil {
 			return err
@@ -117,7 +119,7 @@ func (s *Server) start(ctx context.Context, owner *syscall.Credential) error {
 	}
 	defer logFile.Close() // the child has its own descriptor
 	args := []string{"-D", data, "-k", s.dir}
-	for _, setting := range Settings {
+	for _, setting := range settings {
 		args = append(args, "-c", setting)
 	}
 	// Not exec.CommandContext: ctx bounds the start, not the server's life.

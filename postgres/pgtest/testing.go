@@ -11,11 +11,12 @@ import (
 	"time"
 )
 
-// New starts a server for t alone and stops it when t ends. It skips t,
-// with one line, where PostgreSQL is not installed.
-func New(t testing.TB) *Server {
+// New starts a server for t alone, with settings as for Start, and stops
+// it when t ends. It skips t, with one line, where PostgreSQL is not
+// installed.
+func New(t testing.TB, settings ...string) *Server {
 	t.Helper()
-	s, err := Start(deadline(t))
+	s, err := Start(deadline(t), settings...)
 	if errors.Is(err, ErrNotInstalled) {
 		t.Skip(err)
 	}
