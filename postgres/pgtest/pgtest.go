@@ -49,8 +49,9 @@ type Server struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed once cmd has been waited for
 	waitErr error         // cmd's exit, once exited is closed
-	// Started is how long Start took, initdb included.
-	Started time.Duration
+	// Initialized is how long initdb took, Started how long Start took
+	// in all: initdb, then the server's start until it was ready.
+	Initialized, Started time.Duration
 }
 
 // Settings are the server's settings beyond initdb's defaults.
@@ -59,9 +60,9 @@ var Settings = []string{
 	"listen_addresses=",
 	// The tests show what concurrent transactions see and lock, never
 	// what survives a crash of the machine, and nothing here crashes the
-	// server: flushing to disk would only slow the tests (it is a
-	// settings change, not a code path: a commit's visibility and its
-	// locks are the same either way).
+	// server: a commit's visibility and its locks are the same either
+	// way. Flushing only slows the tests (measured: module
+	// leases/postgres's tests took 4.7 s without it, 5.4 to 6.9 s with).
 	"fsync=off",
 }
 
@@ -105,9 +106,11 @@ func (s *Server) start(ctx context.Context, owner *syscall.Credential, settings 
 	initdb := s.command(ctx, owner, "initdb", "-D", data, "-U", "postgres", "-A", "trust",
 		"-E", "UTF8", "--locale=C", "--no-instructions",
 		"--no-sync") // the cluster is thrown away: no need to flush it
+	began := time.Now()
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb: %w: %s", err, bytes.TrimSpace(out))
 	}
+	s.Initialized = time.Since(began)
 	notify, err := listenNotify()
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ func TestServerStartsAndStops(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	t.Logf("started in %v (initdb included)", s.Started)
+	t.Logf("started in %v: initdb %v, then ready in %v", s.Started, s.Initialized, s.Started-s.Initialized)
 	db := pgtest.Open(t, s, 1)
 	var listen, version string
 	if err := db.QueryRowContext(t.Context(), "SHOW listen_addresses").Scan(&listen); err != nil {
