@@ -23,6 +23,10 @@
 //	// ... your INSERTs and UPDATEs ...
 //	err = tx.Commit()
 //
+// With a driver that parses every statement it is handed as text, as
+// modernc.org/sqlite does, prepare the statements once per handle with
+// [Table.Prepare] and call the same methods on the [Prepared].
+//
 // The outcomes are exactly those of the fenced receiver in package leases,
 // decided by the same rule: Accepted, Replay, Conflict and Stale for
 // [Table.Write], Accepted, Replay and Stale for [Table.Observe]. A value
@@ -38,9 +42,10 @@
 // # What it guarantees
 //
 // Whatever the interleaving of concurrent transactions, once a transaction
-// that wrote at epoch e has committed, no transaction with an epoch below
-// e commits an accepted write: the fence never goes down, and at most one
-// value is ever accepted per resource and epoch. Your business rows share
+// that wrote or observed epoch e has committed, no transaction with an
+// epoch below e commits an accepted write or observe after it: the fence
+// never goes down, and at most one value is ever committed per resource
+// and epoch. Your business rows share
 // the fence row's fate: if the transaction rolls back, neither is there.
 //
 // Write and Observe each make the accepting decision in one statement, a
@@ -56,8 +61,9 @@
 //     would both read the old row and both write.
 //   - PostgreSQL, REPEATABLE READ or SERIALIZABLE: when the row changed
 //     after the transaction's snapshot, the statement fails with a
-//     serialization failure (SQLSTATE 40001). It is returned unchanged
-//     (wrapped): roll back and retry the whole transaction.
+//     serialization failure (SQLSTATE 40001), and under SERIALIZABLE the
+//     commit may too. It is returned unchanged (wrapped): roll back and
+//     retry the whole transaction.
 //   - SQLite: one writer at a time, on the latest version of the file.
 //     Open the database with _txlock=immediate (the modernc.org/sqlite and
 //     mattn/go-sqlite3 drivers' DSN parameter), so that every transaction
@@ -80,7 +86,9 @@
 // aborts it) and must be rolled back. The commit is yours, and so is its
 // outcome: when Commit fails, you do not know whether it took effect. The
 // fence row tells you once you can read again: if it holds your epoch and
-// value, your transaction committed, business rows and all.
+// value, your transaction committed, business rows and all; if it holds a
+// lower epoch, or your epoch with another value, it did not. (A higher
+// epoch means that you have been superseded either way.)
 //
 // # What it does not protect
 //
