@@ -66,6 +66,10 @@ func (p *Prepared) Close() error {
 	return errors.Join(errs...)
 }
 
+func (p *Prepared) exec(ctx context.Context, tx *sql.Tx, statement string, args ...any) (sql.Result, error) {
+	return tx.StmtContext(ctx, p.byText[statement]).ExecContext(ctx, args...)
+}
+
 func (p *Prepared) queryRow(ctx context.Context, tx *sql.Tx, statement string, args ...any) *sql.Row {
 	return tx.StmtContext(ctx, p.byText[statement]).QueryRowContext(ctx, args...)
 }

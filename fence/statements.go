@@ -30,8 +30,10 @@ const (
 ){strict}`
 
 	// The compare-and-set: one statement that inserts the resource's
-	// first row, or replaces the row only where the rule accepts, and
-	// returns the row only when it stored it. In PostgreSQL the DO UPDATE
+	// first row, or replaces the row only where the rule accepts; it
+	// affects one row when it stored, none when the rule refused (both
+	// databases count a DO UPDATE whose WHERE is false as no row). In
+	// PostgreSQL the DO UPDATE
 	// branch locks the conflicting row, waiting for a transaction that
 	// holds it, and evaluates the WHERE on the latest committed version,
 	// also under READ COMMITTED; the row stays locked when the WHERE is
@@ -42,11 +44,11 @@ const (
 	VALUES ($1, $2, $2, $3)
 	ON CONFLICT (resource) DO UPDATE
 		SET epoch = excluded.epoch, value_epoch = excluded.value_epoch, value = excluded.value
-		WHERE ` + acceptWrite + `
-	RETURNING epoch, value_epoch, value`
+		WHERE ` + acceptWrite
 
 	// Raises the fence and keeps the value, under the same locking as
-	// writeTemplate.
+	// writeTemplate, and returns the row only when it stored it: the
+	// value it kept is part of the observe's answer.
 	observeTemplate = `INSERT INTO "{table}" AS stored (resource, epoch)
 	VALUES ($1, $2)
 	ON CONFLICT (resource) DO UPDATE

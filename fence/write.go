@@ -33,10 +33,25 @@ func (t *Table) write(ctx context.Context, run runner, tx *sql.Tx, resource stri
 	if err := rules.CheckWrite(leases.Fenced, resource, epoch, value); err != nil {
 		return leases.WriteResult{}, err
 	}
-	result, err := t.upsert(ctx, run, tx, t.sql.write, resource, epoch, []any{resource, epoch, value},
-		func(stored leases.Record, found bool) leases.WriteResult {
-			return rules.Write(leases.Fenced, stored, found, epoch, value)
-		})
+	// The count of rows the upsert affected says whether it stored, and
+	// then the record is the write's own: no RETURNING, which cost as much
+	// as the rest of the transaction on SQLite in memory.
+	result, err := t.settle(ctx, run, tx, resource, func() (bool, leases.Record, error) {
+		changed, err := run.exec(ctx, tx, t.sql.write, resource, epoch, value)
+		if err != nil {
+			return false, leases.Record{}, err
+		}
+		n, err := changed.RowsAffected()
+		if err != nil {
+			return false, leases.Record{}, fmt.Errorf("rows affected: %w", err)
+		}
+		if n > 1 {
+			return false, leases.Record{}, fmt.Errorf("%w: %d rows written", errDisagree, n)
+		}
+		return n == 1, leases.Record{Epoch: epoch, ValueEpoch: epoch, Value: value}, nil
+	}, func(stored leases.Record) leases.WriteResult {
+		return rules.Write(leases.Fenced, stored, true, epoch, value)
+	})
 	if err != nil {
 		return leases.WriteResult{}, fmt.Errorf("fence %s: write %q at epoch %d: %w", t.name, resource, epoch, err)
 	}
@@ -57,10 +72,16 @@ func (t *Table) observe(ctx context.Context, run runner, tx *sql.Tx, resource st
 	if err := rules.CheckObserve(leases.Fenced, resource, epoch); err != nil {
 		return leases.WriteResult{}, err
 	}
-	result, err := t.upsert(ctx, run, tx, t.sql.observe, resource, epoch, []any{resource, epoch},
-		func(stored leases.Record, found bool) leases.WriteResult {
-			return rules.Observe(stored, found, epoch)
-		})
+	// An observe keeps the stored value: the upsert returns the row.
+	result, err := t.settle(ctx, run, tx, resource, func() (bool, leases.Record, error) {
+		stored, found, err := scanRecord(run.queryRow(ctx, tx, t.sql.observe, resource, epoch))
+		if err == nil && found && stored.Epoch != epoch {
+			err = fmt.Errorf("%w: stored epoch %d instead of %d", errDisagree, stored.Epoch, epoch)
+		}
+		return found, stored, err
+	}, func(stored leases.Record) leases.WriteResult {
+		return rules.Observe(stored, true, epoch)
+	})
 	if err != nil {
 		return leases.WriteResult{}, fmt.Errorf("fence %s: observe %q at epoch %d: %w", t.name, resource, epoch, err)
 	}
@@ -85,21 +106,20 @@ func (t *Table) read(ctx context.Context, run runner, tx *sql.Tx, resource strin
 	return record, found, nil
 }
 
-// upsert runs one of the conditional upserts. A returned row is the record
-// it stored. No row means the rule's condition was false: the row that
-// rejected it is read (locked, where the database has row locks) and
-// decide names the outcome, which then must not be Accepted.
-func (t *Table) upsert(ctx context.Context, run runner, tx *sql.Tx, statement, resource string, epoch int64, args []any,
-	decide func(stored leases.Record, found bool) leases.WriteResult) (leases.WriteResult, error) {
-	stored, accepted, err := scanRecord(run.queryRow(ctx, tx, statement, args...))
+// settle runs upsert, one of the conditional upserts, which reports
+// whether it stored and, if so, the record it left. If it did not, the
+// rule's condition was false: the row that rejected it is read (locked,
+// where the database has row locks) and decide names the outcome, which
+// then must not be Accepted.
+func (t *Table) settle(ctx context.Context, run runner, tx *sql.Tx, resource string,
+	upsert func() (stored bool, record leases.Record, err error),
+	decide func(stored leases.Record) leases.WriteResult) (leases.WriteResult, error) {
+	accepted, record, err := upsert()
 	if err != nil {
 		return leases.WriteResult{}, err
 	}
 	if accepted {
-		if stored.Epoch != epoch {
-			return leases.WriteResult{}, fmt.Errorf("%w: stored epoch %d instead of %d", errDisagree, stored.Epoch, epoch)
-		}
-		return leases.WriteResult{Outcome: leases.Accepted, Record: stored}, nil
+		return leases.WriteResult{Outcome: leases.Accepted, Record: record}, nil
 	}
 	stored, found, err := scanRecord(run.queryRow(ctx, tx, t.sql.readRejecting, resource))
 	if err != nil {
@@ -108,7 +128,7 @@ func (t *Table) upsert(ctx context.Context, run runner, tx *sql.Tx, statement, r
 	if !found {
 		return leases.WriteResult{}, fmt.Errorf("%w: nothing stored and no row found", errDisagree)
 	}
-	result := decide(stored, true)
+	result := decide(stored)
 	if result.Outcome == leases.Accepted {
 		return leases.WriteResult{}, fmt.Errorf("%w: rejected, yet the rule accepts over %+v", errDisagree, stored)
 	}
@@ -133,11 +153,16 @@ func scanRecord(row *sql.Row) (leases.Record, bool, error) {
 
 // runner runs one of the table's statements in tx, as text or prepared.
 type runner interface {
+	exec(ctx context.Context, tx *sql.Tx, statement string, args ...any) (sql.Result, error)
 	queryRow(ctx context.Context, tx *sql.Tx, statement string, args ...any) *sql.Row
 }
 
 // unprepared hands the statement's text to the driver each time.
 type unprepared struct{}
+
+func (unprepared) exec(ctx context.Context, tx *sql.Tx, statement string, args ...any) (sql.Result, error) {
+	return tx.ExecContext(ctx, statement, args...)
+}
 
 func (unprepared) queryRow(ctx context.Context, tx *sql.Tx, statement string, args ...any) *sql.Row {
 	return tx.QueryRowContext(ctx, statement, args...)

@@ -2,6 +2,8 @@ package fencetest
 
 import (
 	"database/sql"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,8 +53,8 @@ func Benchmark(b *testing.B, db DB) {
 			{"Write stale", func(int64) int64 { return 1 }, leases.Stale},
 		} {
 			b.Run(face.name+"/"+c.name, func(b *testing.B) {
-				resource := b.Name()
-				commit(b, db, func(tx *sql.Tx) { // the fence at 2: epoch 1 is stale, 3 and up accepted
+				resource := fmt.Sprintf("%s #%d", b.Name(), runs.Add(1)) // -count runs it again
+				commit(b, db, func(tx *sql.Tx) {                         // the fence at 2: epoch 1 is stale, 3 and up accepted
 					if _, err := face.via.Write(ctx, tx, resource, 2, "value"); err != nil {
 						b.Fatal(err)
 					}
@@ -75,6 +77,10 @@ func Benchmark(b *testing.B, db DB) {
 		}
 	}
 }
+
+// runs counts the benchmark's runs, so that each starts on a row of its
+// own.
+var runs atomic.Int64
 
 // timed runs fn in a transaction of its own, committed, and returns how
 // long the transaction took from BEGIN to the end of COMMIT.
