@@ -46,8 +46,8 @@ func playParent() int {
 // A process killed with SIGKILL cannot stop its server: the server must
 // die with it all the same, as pg_ctl's detached server would not.
 func TestServerDiesWithItsParent(t *testing.T) {
-	if _, err := os.Stat(pgtest.BinDir + "/postgres"); err != nil {
-		t.Skip(pgtest.ErrNotInstalled, err)
+	if err := pgtest.Installed(); err != nil {
+		t.Skip(err)
 	}
 	parent := exec.Command(os.Args[0], "-test.run=^$")
 	parent.Env = append(os.Environ(), parentRole+"=1")

@@ -66,16 +66,25 @@ var Settings = []string{
 	"fsync=off",
 }
 
+// Installed reports, with ErrNotInstalled, when BinDir lacks initdb or
+// postgres.
+func Installed() error {
+	for _, tool := range []string{"initdb", "postgres"} {
+		if _, err := os.Stat(filepath.Join(BinDir, tool)); err != nil {
+			return fmt.Errorf("%w: %v", ErrNotInstalled, err)
+		}
+	}
+	return nil
+}
+
 // Start initializes a cluster in a new temporary directory and starts a
 // server on it with Settings and then settings ("name=value", the later
 // one wins), waiting until it accepts connections or ctx ends. The caller
 // must Close it.
 func Start(ctx context.Context, settings ...string) (*Server, error) {
 	began := time.Now()
-	for _, tool := range []string{"initdb", "postgres"} {
-		if _, err := os.Stat(filepath.Join(BinDir, tool)); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrNotInstalled, err)
-		}
+	if err := Installed(); err != nil {
+		return nil, err
 	}
 	owner, err := serverUser()
 	if err != nil {
