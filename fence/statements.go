@@ -33,13 +33,13 @@ const (
 	// first row, or replaces the row only where the rule accepts; it
 	// affects one row when it stored, none when the rule refused (both
 	// databases count a DO UPDATE whose WHERE is false as no row). In
-	// PostgreSQL the DO UPDATE
-	// branch locks the conflicting row, waiting for a transaction that
-	// holds it, and evaluates the WHERE on the latest committed version,
-	// also under READ COMMITTED; the row stays locked when the WHERE is
-	// false. Under REPEATABLE READ and SERIALIZABLE, a row changed after
-	// the snapshot fails the statement (40001) instead. In SQLite the
-	// statement runs as the one writer, on the latest version.
+	// PostgreSQL the DO UPDATE branch locks the conflicting row, waiting
+	// for a transaction that holds it, and evaluates the WHERE on the
+	// latest committed version, also under READ COMMITTED; the row stays
+	// locked when the WHERE is false. Under REPEATABLE READ and
+	// SERIALIZABLE, a row changed after the snapshot fails the statement
+	// (40001) instead. In SQLite the statement runs as the one writer, on
+	// the latest version.
 	writeTemplate = `INSERT INTO "{table}" AS stored (resource, epoch, value_epoch, value)
 	VALUES ($1, $2, $2, $3)
 	ON CONFLICT (resource) DO UPDATE
