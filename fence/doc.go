@@ -1,0 +1,102 @@
+// Package fence is the fenced receiver's rule inside your own database
+// transaction: a table of fences, one row per resource, kept in the same
+// SQLite file or PostgreSQL database as your business rows, so that the
+// fence row and your rows commit or roll back together.
+//
+// # Use
+//
+// Create the table once, at setup, outside any business transaction:
+//
+//	table, err := fence.New(fence.PostgreSQL, fence.DefaultTable)
+//	...
+//	err = table.Create(ctx, db)
+//
+// Then, in every transaction that acts for a lease holder, offer the
+// holder's epoch to the fence first and act only on [leases.Accepted]:
+//
+//	tx, err := db.BeginTx(ctx, nil)
+//	result, err := table.Write(ctx, tx, "invoices", lease.Epoch, requestID)
+//	if err != nil || result.Outcome != leases.Accepted {
+//		tx.Rollback() // stale, conflict, replay or failure: do not act
+//		...
+//	}
+//	// ... your INSERTs and UPDATEs ...
+//	err = tx.Commit()
+//
+// With a driver that parses every statement it is handed as text, as
+// modernc.org/sqlite does, prepare the statements once per handle with
+// [Table.Prepare] and call the same methods on the [Prepared].
+//
+// The outcomes are exactly those of the fenced receiver in package leases,
+// decided by the same rule: Accepted, Replay, Conflict and Stale for
+// [Table.Write], Accepted, Replay and Stale for [Table.Observe]. A value
+// is one per resource per epoch: let it name the change (a request id, a
+// digest of the rows), so that a retried transaction is a Replay and a
+// different change at the same epoch is a Conflict.
+//
+// A new lease holder calls [Table.Observe] with its epoch, in a
+// transaction of its own, before it reads or acts: from its commit on,
+// every write with a lower epoch is Stale, even before the new holder
+// writes anything.
+//
+// # What it guarantees
+//
+// Whatever the interleaving of concurrent transactions, once a transaction
+// that wrote or observed epoch e has committed, no transaction with an
+// epoch below e commits an accepted write or observe after it: the fence
+// never goes down, and at most one value is ever committed per resource
+// and epoch. Your business rows share
+// the fence row's fate: if the transaction rolls back, neither is there.
+//
+// Write and Observe each make the accepting decision in one statement, a
+// conditional upsert whose condition is the rule itself, so that the
+// database compares and stores under the row's lock; a rejected write then
+// reads the row it was rejected by and names the outcome. This holds under
+// each database's concurrency control:
+//
+//   - PostgreSQL, READ COMMITTED (the default): the upsert waits for any
+//     transaction that holds the row, then evaluates its condition on the
+//     latest committed version and locks the row, also when the condition
+//     is false. A read-then-write would be wrong here: two transactions
+//     would both read the old row and both write.
+//   - PostgreSQL, REPEATABLE READ or SERIALIZABLE: when the row changed
+//     after the transaction's snapshot, the statement fails with a
+//     serialization failure (SQLSTATE 40001), and under SERIALIZABLE the
+//     commit may too. It is returned unchanged (wrapped): roll back and
+//     retry the whole transaction.
+//   - SQLite: one writer at a time, on the latest version of the file.
+//     Open the database with _txlock=immediate (the modernc.org/sqlite and
+//     mattn/go-sqlite3 drivers' DSN parameter), so that every transaction
+//     takes the write lock at BEGIN and waits on busy_timeout. A DEFERRED
+//     transaction that reads first and then reaches the fence may fail
+//     with SQLITE_BUSY when it cannot upgrade to a writer; the fence never
+//     accepts wrongly, it only fails: roll back and retry.
+//
+// SQLite 3.37 or later is needed (RETURNING and STRICT tables); PostgreSQL
+// 9.5 or later (ON CONFLICT).
+//
+// # Errors
+//
+// The fence's statements run inside your transaction and the fence never
+// commits or rolls back. Invalid input ([leases.ErrInvalidInput]) is
+// refused before any statement runs. Any other error is a failed
+// statement, returned as the driver reported it (wrapped with what the
+// fence was doing, so errors.Is and errors.As still see the driver's
+// error and the context's): the transaction is then unusable (PostgreSQL
+// aborts it) and must be rolled back. The commit is yours, and so is its
+// outcome: when Commit fails, you do not know whether it took effect. The
+// fence row tells you once you can read again: if it holds your epoch and
+// value, your transaction committed, business rows and all; if it holds a
+// lower epoch, or your epoch with another value, it did not. (A higher
+// epoch means that you have been superseded either way.)
+//
+// # What it does not protect
+//
+// Only what your transaction writes to the same database is fenced.
+// Effects outside the transaction - a message sent, a file written, a call
+// to another service, rows in another database - happen whether or not
+// the transaction commits, and a stale holder can make them before its
+// write is rejected. And as with every fenced receiver, a stale holder's
+// write is accepted until a newer epoch has reached the table; Observe
+// closes that gap only from the moment it commits.
+package fence

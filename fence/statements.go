@@ -1,0 +1,92 @@
+package fence
+
+import "strings"
+
+// The accepting conditions of the receiver rule (package internal/rules'
+// Write and Observe, fenced) for a resource that already has a row, in
+// SQL: "stored" is the row as it is committed now, "excluded" the row the
+// statement offers. A resource without a row always accepts: that is the
+// upsert's INSERT. The test that holds them to the rule is
+// internal/fencetest's Rule, run on both databases.
+const (
+	// A higher epoch, or the observed epoch's first value: the fence was
+	// raised by an observe ahead of its holder's first write, so the
+	// stored value came with a lower epoch (or there is none).
+	acceptWrite = `excluded.epoch > stored.epoch
+		OR (excluded.epoch = stored.epoch AND COALESCE(stored.value_epoch, 0) < stored.epoch)`
+	// Only a higher epoch raises the fence.
+	acceptObserve = `excluded.epoch > stored.epoch`
+)
+
+// The statements of both dialects: {table} is the table's name, $n the
+// n-th argument, and the schema's {braces} are the dialect's types.
+const (
+	createTemplate = `CREATE TABLE IF NOT EXISTS "{table}" (
+	resource    {text} NOT NULL PRIMARY KEY,
+	epoch       {integer} NOT NULL CHECK (epoch >= 1),
+	value_epoch {integer} CHECK (value_epoch >= 1),
+	value       {text},
+	CHECK ((value IS NULL) = (value_epoch IS NULL) AND value_epoch <= epoch)
+){strict}`
+
+	// The compare-and-set: one statement that inserts the resource's
+	// first row, or replaces the row only where the rule accepts; it
+	// affects one row when it stored, none when the rule refused (both
+	// databases count a DO UPDATE whose WHERE is false as no row). In
+	// PostgreSQL the DO UPDATE branch locks the conflicting row, waiting
+	// for a transaction that holds it, and evaluates the WHERE on the
+	// latest committed version, also under READ COMMITTED; the row stays
+	// locked when the WHERE is false. Under REPEATABLE READ and
+	// SERIALIZABLE, a row changed after the snapshot fails the statement
+	// (40001) instead. In SQLite the statement runs as the one writer, on
+	// the latest version.
+	writeTemplate = `INSERT INTO "{table}" AS stored (resource, epoch, value_epoch, value)
+	VALUES ($1, $2, $2, $3)
+	ON CONFLICT (resource) DO UPDATE
+		SET epoch = excluded.epoch, value_epoch = excluded.value_epoch, value = excluded.value
+		WHERE ` + acceptWrite
+
+	// Raises the fence and keeps the value, under the same locking as
+	// writeTemplate, and returns the row only when it stored it: the
+	// value it kept is part of the observe's answer.
+	observeTemplate = `INSERT INTO "{table}" AS stored (resource, epoch)
+	VALUES ($1, $2)
+	ON CONFLICT (resource) DO UPDATE
+		SET epoch = excluded.epoch
+		WHERE ` + acceptObserve + `
+	RETURNING epoch, value_epoch, value`
+
+	readTemplate = `SELECT epoch, value_epoch, value FROM "{table}" WHERE resource = $1`
+
+	// FOR UPDATE (PostgreSQL only) reads the row a write or observe was
+	// rejected by. The rejecting upsert has locked that row already, so
+	// the row cannot have changed since; the lock is taken again here so
+	// that the classification never rests on a row another transaction
+	// may still change, whatever a later version of the upsert does.
+	lockClause = ` FOR UPDATE`
+)
+
+// statements are one table's SQL, in one dialect.
+type statements struct {
+	create, write, observe, read, readRejecting string
+}
+
+func newStatements(dialect Dialect, table string) statements {
+	schema := strings.NewReplacer("{table}", table, "{integer}", "bigint", "{text}", "text", "{strict}", "")
+	dml := strings.NewReplacer("{table}", table)
+	lock := lockClause
+	if dialect == SQLite {
+		schema = strings.NewReplacer("{table}", table, "{integer}", "INTEGER", "{text}", "TEXT", "{strict}", " STRICT")
+		// SQLite's ?NNN is a numbered placeholder like PostgreSQL's $NNN.
+		dml = strings.NewReplacer("{table}", table, "$", "?")
+		// SQLite has no row locks: the one writer holds the whole file.
+		lock = ""
+	}
+	return statements{
+		create:        schema.Replace(createTemplate),
+		write:         dml.Replace(writeTemplate),
+		observe:       dml.Replace(observeTemplate),
+		read:          dml.Replace(readTemplate),
+		readRejecting: dml.Replace(readTemplate + lock),
+	}
+}

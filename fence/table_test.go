@@ -1,0 +1,49 @@
+package fence_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"leases"
+	"leases/fence"
+)
+
+func TestNewRefusesAllButPlainNames(t *testing.T) {
+	for _, c := range []struct {
+		dialect fence.Dialect
+		name    string
+		ok      bool
+	}{
+		{fence.SQLite, fence.DefaultTable, true},
+		{fence.PostgreSQL, fence.DefaultTable, true},
+		{fence.PostgreSQL, "_fence2", true},
+		{fence.PostgreSQL, strings.Repeat("f", 63), true},
+		{fence.PostgreSQL, strings.Repeat("f", 64), false}, // PostgreSQL would truncate it
+		{fence.SQLite, "", false},
+		{fence.SQLite, "Fence", false}, // PostgreSQL folds unquoted names to lower case
+		{fence.SQLite, "2fence", false},
+		{fence.SQLite, "sqlite_fence", false},
+		{fence.PostgreSQL, "fence-table", false},
+		{fence.PostgreSQL, "public.fence", false},
+		{fence.PostgreSQL, `fence"; DROP TABLE users; --`, false},
+		{fence.PostgreSQL, "fence ", false},
+		{fence.PostgreSQL, "zäune", false},
+		{fence.Dialect(0), fence.DefaultTable, false},
+		{fence.Dialect(3), fence.DefaultTable, false},
+	} {
+		t.Run(c.dialect.String()+" "+c.name, func(t *testing.T) {
+			table, err := fence.New(c.dialect, c.name)
+			switch {
+			case c.ok && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.ok && (table.Name() != c.name || table.Dialect() != c.dialect):
+				t.Fatalf("table %q in %v, want %q in %v", table.Name(), table.Dialect(), c.name, c.dialect)
+			case !c.ok && !errors.Is(err, leases.ErrInvalidInput):
+				t.Fatalf("got %v, want %v", err, leases.ErrInvalidInput)
+			case !c.ok && strings.Contains(err.Error(), "\n"):
+				t.Fatalf("error is more than one line: %q", err)
+			}
+		})
+	}
+}
