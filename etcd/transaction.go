@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases"
@@ -70,6 +71,9 @@ func (s *Store) decide(ctx context.Context, keys []string, decideFn decideFunc) 
 			return rules.BeforeCommit(ctx, errors.New("transaction not sent"))
 		}
 		resp, err := s.transaction(ctx, views, writes)
+		if len(writes) == 0 && leaderChanged(err) && ctx.Err() == nil {
+			continue // it wrote nothing: ask again, of the new leader
+		}
 		if err != nil {
 			s.cache.forget(keys)
 			if len(writes) == 0 {
@@ -126,6 +130,12 @@ func (s *Store) read(ctx context.Context, keys ...string) ([]view, error) {
 		gets[i] = clientv3.OpGet(key)
 	}
 	resp, err := s.client.Txn(ctx).Then(gets...).Commit()
+	for leaderChanged(err) && ctx.Err() == nil {
+		// A read changes nothing: ask again. etcd's client retries a
+		// read on its own, but not a transaction, even one that only
+		// reads.
+		resp, err = s.client.Txn(ctx).Then(gets...).Commit()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", rules.WithContext(ctx, err))
 	}
@@ -175,4 +185,13 @@ func afterCommit(views []view, writes []write, rev int64) []view {
 		}
 	}
 	return after
+}
+
+// leaderChanged reports whether err is etcd's answer to a request that
+// was in flight, or not yet servable, while the cluster changed leader.
+// For a transaction that writes, it is an unknown outcome (the proposal
+// may have been committed); for one that only reads, it is a reason to
+// ask again.
+func leaderChanged(err error) bool {
+	return errors.Is(rpctypes.Error(err), rpctypes.ErrLeaderChanged)
 }

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"sync"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"leases/etcd"
 	"leases/internal/backend"
@@ -129,8 +132,11 @@ func (p *place) Close() error {
 
 func (p *place) Members() int { return Members }
 
-// StopLeader stops the leading member and returns once the others have
-// elected a new leader among themselves.
+// StopLeader stops the leading member and returns once the others serve
+// again: they have elected a leader, committed a write in its term, and
+// each serves a linearizable read. Before that, a request may fail with
+// "leader changed", and a scenario's next step would be an unknown
+// outcome rather than the step it means to show.
 func (p *place) StopLeader(ctx context.Context) error {
 	leader, err := p.cluster.Leader(ctx)
 	if err != nil {
@@ -140,8 +146,44 @@ func (p *place) StopLeader(ctx context.Context) error {
 		return err
 	}
 	p.stopped = leader
-	_, err = p.cluster.Leader(ctx)
-	return err
+	if _, err = p.cluster.Leader(ctx); err != nil {
+		return err
+	}
+	// The same value every time: repeating the put changes nothing.
+	for {
+		_, err = p.client.Put(ctx, settledKey, "")
+		if err == nil || ctx.Err() != nil || !transient(err) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("etcdtest: the cluster did not take a write after its leader stopped: %w", err)
+	}
+	for i := range Members {
+		if i == leader {
+			continue
+		}
+		client, err := p.cluster.MemberClient(ctx, i)
+		if err != nil {
+			return err
+		}
+		_, err = client.Get(ctx, settledKey)
+		if err := errors.Join(err, client.Close()); err != nil {
+			return fmt.Errorf("etcdtest: member %d did not serve a read after the leader stopped: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// settledKey is where StopLeader writes to learn that the cluster serves
+// again; it is under no place's prefix.
+const settledKey = "/etcdtest/settled"
+
+// transient reports whether err is one etcd answers while a cluster
+// changes leader, or while a client's connection to a stopped member is
+// still in its pool.
+func transient(err error) bool {
+	return errors.Is(rpctypes.Error(err), rpctypes.ErrLeaderChanged) || status.Code(err) == codes.Unavailable
 }
 
 // RestartStopped restarts the member StopLeader stopped and returns once
