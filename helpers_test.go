@@ -6,15 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"leases"
 	"leases/internal/backend"
-	"leases/internal/command"
 	"leases/internal/scenario"
 	"leases/internal/testctx"
 	"leases/internal/worker"
@@ -209,13 +211,52 @@ func checkTampered(t *testing.T, content string, args ...string) (code int, last
 	return code, stderr[strings.LastIndex(strings.TrimSuffix(stderr, "\n"), "\n")+1:]
 }
 
-// runCommand runs the command in-process; its workers are this test binary.
+// runCommand runs cmd/run-experiment, built once for this test binary (see
+// builtCommand), as the README's command runs it: on SQLite and on etcd.
 // Its --timeout is the test's hang bound (a case's own --timeout, later in
 // args, wins).
 func runCommand(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut strings.Builder
-	args = append([]string{"--timeout", hangBound(t).String()}, args...)
-	code = command.Main(testContext(t), kinds, args, &out, &errOut)
+	cmd := exec.CommandContext(testContext(t), builtCommand(t), append([]string{"--timeout", hangBound(t).String()}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run-experiment: %v; stderr:\n%s", err, errOut.String())
+	}
 	return code, out.String(), errOut.String()
+}
+
+// The command, built once for all the tests of this binary, in a directory
+// that TestMain removes.
+var (
+	commandOnce  sync.Once
+	commandDir   string
+	commandPath  string
+	commandBuild error
+)
+
+// builtCommand builds ./cmd/run-experiment, a module of its own that the
+// workspace (go.work) joins to this one, with the go command that runs
+// these tests, and returns the binary's path.
+func builtCommand(t *testing.T) string {
+	t.Helper()
+	commandOnce.Do(func() {
+		if commandDir, commandBuild = os.MkdirTemp("", "leases-command-"); commandBuild != nil {
+			return
+		}
+		commandPath = filepath.Join(commandDir, "run-experiment")
+		build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", commandPath, "./cmd/run-experiment")
+		if out, err := build.CombinedOutput(); err != nil {
+			commandBuild = fmt.Errorf("go build ./cmd/run-experiment: %w\n%s", err, out)
+		}
+	})
+	if commandBuild != nil {
+		t.Fatal(commandBuild)
+	}
+	return commandPath
 }

@@ -78,7 +78,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(command.Command(kinds...))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if commandDir != "" {
+		_ = os.RemoveAll(commandDir)
+	}
+	os.Exit(code)
 }
 
 // interruptPoint reads interruptEnv.

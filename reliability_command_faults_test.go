@@ -22,6 +22,8 @@ package leases_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,7 +39,7 @@ import (
 const faultsEnv = "LEASES_FAULTS"
 
 func TestCommandUnderSyscallFaults(t *testing.T) {
-	want := committedResults(t)
+	want := cleanSQLiteRun(t)
 	all := os.Getenv(faultsEnv) == "all"
 	cases := []struct {
 		name   string
@@ -159,9 +161,9 @@ func TestCommandUnderSyscallFaults(t *testing.T) {
 					t.Fatalf("exit 0 where the fault must fail the run; stderr:\n%s", got.stderr)
 				}
 				if data, err := os.ReadFile(out); err != nil || !bytes.Equal(data, want) || len(written) != 1 {
-					t.Fatalf("exit 0, but %s is not results.json byte for byte (%v), or more was written: %v", out, err, written)
+					t.Fatalf("exit 0, but %s is not the clean run's output byte for byte (%v), or more was written: %v", out, err, written)
 				}
-				t.Log("exit 0: the fault did not matter; the output is results.json byte for byte")
+				t.Log("exit 0: the fault did not matter; the output is the clean run's byte for byte")
 			default:
 				t.Fatalf("exit %d; want 3 (or 0); stderr:\n%s", got.code, got.stderr)
 			}
@@ -206,4 +208,29 @@ func mountTmpfs(t *testing.T, size string) string {
 		}
 	})
 	return dir
+}
+
+// cleanSQLiteRun is what this test binary, playing the command on SQLite
+// alone, writes without any fault: what a faulty run that exits 0 must
+// write too. Its SQLite section is results.json's, byte for byte.
+func cleanSQLiteRun(t *testing.T) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "clean.json")
+	if got := (commandProcess{}).run(t, "--output", out); got.code != command.ExitMatch {
+		t.Fatalf("the clean run: exit %d; stderr:\n%s", got.code, got.stderr)
+	}
+	clean, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours, committed struct {
+		Backends []json.RawMessage `json:"backends"`
+	}
+	if err := errors.Join(json.Unmarshal(clean, &ours), json.Unmarshal(committedResults(t), &committed)); err != nil {
+		t.Fatal(err)
+	}
+	if len(ours.Backends) != 1 || len(committed.Backends) == 0 || !bytes.Equal(ours.Backends[0], committed.Backends[0]) {
+		t.Fatal("the clean run's SQLite section is not results.json's")
+	}
+	return clean
 }

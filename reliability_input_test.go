@@ -164,8 +164,8 @@ func TestCommandRefusesBadInput(t *testing.T) {
 			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 		}
 		for name, tampered := range map[string]struct{ content, path string }{
-			"removed": {strings.Replace(valid, `"schema": "leases-experiment/3",`+"\n  ", "", 1), "$.schema"},
-			"added":   {strings.Replace(valid, `"bounds": {`, `"bounds": {"clock_skew": 0,`, 1), "$.exploration.bounds.clock_skew"},
+			"removed": {strings.Replace(valid, `"schema": "leases-experiment/4",`+"\n  ", "", 1), "$.schema"},
+			"added":   {strings.Replace(valid, `"bounds": {`, `"bounds": {"clock_skew": 0,`, 1), "$.backends[0].exploration.bounds.clock_skew"},
 		} {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()

@@ -102,6 +102,15 @@ func Main(ctx context.Context, kinds []backend.Kind, args []string, stdout, stde
 	if err := bounds.Check(); err != nil {
 		return fail(ExitUsage, "exploration bounds: %v", err)
 	}
+	// Bounds given on the command line hold on every backend; without
+	// them, each backend explores its own default (BoundsFor).
+	boundsGiven := false
+	flags.Visit(func(f *flag.Flag) {
+		boundsGiven = boundsGiven || f.Name == "workers" || f.Name == "ttl" || f.Name == "last-tick"
+	})
+	if !boundsGiven {
+		bounds = explore.Bounds{}
+	}
 
 	// Everything that can be wrong with the files is found before anything runs.
 	var expected []byte
