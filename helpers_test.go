@@ -17,6 +17,7 @@ import (
 
 	"leases"
 	"leases/internal/backend"
+	"leases/internal/contract"
 	"leases/internal/scenario"
 	"leases/internal/testctx"
 	"leases/internal/worker"
@@ -81,6 +82,22 @@ func mustWrite(t *testing.T, r leases.Receiver, resource string, epoch int64, va
 	return result
 }
 
+// sqliteBackend is a fresh SQLite store as the contract sees it; its state
+// is every row of every table, read through a connection of its own.
+func sqliteBackend(t *testing.T) contract.Backend {
+	t.Helper()
+	path := tempDBPath(t)
+	s := openStore(t, path)
+	return contract.Backend{
+		Authority: s.Authority(),
+		Fenced:    s.Receiver(leases.Fenced),
+		Unfenced:  s.Receiver(leases.Unfenced),
+		Guarded:   s.Guarded(),
+		Receiver:  s.Receiver,
+		State:     func(t *testing.T) string { return dumpTables(t, path) },
+	}
+}
+
 // written is the record a write of value at epoch leaves behind.
 func written(epoch int64, value string) leases.Record {
 	return leases.Record{Epoch: epoch, ValueEpoch: epoch, Value: value}
@@ -99,6 +116,8 @@ func dumpTables(t *testing.T, path string) string {
 	for _, query := range []string{
 		`SELECT resource, epoch, holder, granted_at, expires_at, last_tick FROM authority_leases ORDER BY resource`,
 		`SELECT resource, epoch, value_epoch, value FROM receiver_records ORDER BY resource`,
+		`SELECT resource, epoch, value FROM unfenced_records ORDER BY resource`,
+		`SELECT resource, epoch, value_epoch, value FROM guarded_records ORDER BY resource`,
 	} {
 		rows, err := db.Query(query)
 		if err != nil {

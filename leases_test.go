@@ -9,7 +9,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,183 +19,52 @@ import (
 	"leases"
 	"leases/internal/backend"
 	"leases/internal/command"
+	"leases/internal/contract"
 	"leases/internal/scenario"
 	"leases/internal/sqlitestore"
 	"leases/sqlite"
 )
 
 // C1: epochs strictly increase per resource, resources do not share a
-// sequence, and a holder that comes back gets a new epoch, its old lease
-// no longer its own.
+// sequence, and a holder that comes back gets a new epoch, its old lease no
+// longer its own (contract.EpochsIncreasePerResource, on SQLite).
 func TestEpochsIncreasePerResource(t *testing.T) {
-	runAuthorityScript(t, newStore(t).Authority(), []authorityStep{
-		{name: "A on alpha", op: "acquire", resource: "alpha", holder: "A", tick: 0, ttl: 2, want: leaseOf("alpha", "A", 1, 0, 2), save: "a1"},
-		{name: "A on beta starts at 1 again", op: "acquire", resource: "beta", holder: "A", tick: 0, ttl: 3, want: leaseOf("beta", "A", 1, 0, 3)},
-		{name: "B on alpha at A's expiry", op: "acquire", resource: "alpha", holder: "B", tick: 2, ttl: 2, want: leaseOf("alpha", "B", 2, 2, 4)},
-		{name: "beta is still A's", op: "acquire", resource: "beta", holder: "B", tick: 2, ttl: 2, wantErr: leases.ErrLeaseHeld},
-		{name: "C on alpha", op: "acquire", resource: "alpha", holder: "C", tick: 4, ttl: 2, want: leaseOf("alpha", "C", 3, 4, 6)},
-		{name: "A back on alpha", op: "acquire", resource: "alpha", holder: "A", tick: 6, ttl: 2, want: leaseOf("alpha", "A", 4, 6, 8), save: "a4"},
-		{name: "A's epoch-1 lease is not renewable", op: "renew", lease: "a1", tick: 6, ttl: 2, wantErr: leases.ErrNotHolder},
-		{name: "nor releasable", op: "release", lease: "a1", tick: 6, wantErr: leases.ErrNotHolder},
-		{name: "A's epoch-4 lease is", op: "renew", lease: "a4", tick: 7, ttl: 2, want: leaseOf("alpha", "A", 4, 6, 9)},
-		{name: "B on beta later", op: "acquire", resource: "beta", holder: "B", tick: 9, ttl: 1, want: leaseOf("beta", "B", 2, 9, 10)},
-	})
+	contract.EpochsIncreasePerResource(t, sqliteBackend(t))
 }
 
-// C2: a lease granted at t for d ticks is live at t+d-1 and expired at t+d.
+// C2: a lease granted at t for d ticks is live at t+d-1 and expired at t+d
+// (contract.ExpiryBoundary, on SQLite).
 func TestExpiryBoundary(t *testing.T) {
-	const grantedAt, ttl = 10, 5 // expires at tick 15
-	cases := []struct {
-		name      string
-		holder    string
-		now       int64
-		wantEpoch int64 // 0: refused
-	}{
-		{"another holder one tick before expiry", "B", grantedAt + ttl - 1, 0},
-		{"another holder at the grant tick", "B", grantedAt, 0},
-		{"the same holder before expiry", "A", grantedAt + ttl - 1, 0},
-		{"another holder at exactly the expiry tick", "B", grantedAt + ttl, 2},
-		{"the same holder at the expiry tick", "A", grantedAt + ttl, 2},
-		{"another holder long after expiry", "B", grantedAt + 10*ttl, 2},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			path := tempDBPath(t)
-			auth := openStore(t, path).Authority()
-			mustAcquire(t, auth, "r", "A", grantedAt, ttl)
-			lease, err := auth.Acquire(context.Background(), "r", tc.holder, tc.now, ttl)
-			if tc.wantEpoch == 0 {
-				if !errors.Is(err, leases.ErrLeaseHeld) {
-					t.Fatalf("acquire at %d: got %v, %v; want ErrLeaseHeld", tc.now, lease, err)
-				}
-				if msg := err.Error(); !strings.Contains(msg, `"A"`) || !strings.Contains(msg, "until tick 15") {
-					t.Errorf("refusal %q should name the holder and its expiry tick", msg)
-				}
-				return
-			}
-			if err != nil || lease.Epoch != tc.wantEpoch || lease.ExpiresAt != tc.now+ttl {
-				t.Fatalf("acquire at %d: got %+v, %v; want epoch %d expiring at %d", tc.now, lease, err, tc.wantEpoch, tc.now+ttl)
-			}
-		})
-	}
+	contract.ExpiryBoundary(t, sqliteBackend(t))
 }
 
 // Renewal extends the holder's live lease under the same epoch and grant
 // tick, never to an earlier expiry; nobody else can renew it, an expired
-// lease cannot be renewed, and a renewal leaves other resources alone.
+// lease cannot be renewed, and a renewal leaves other resources alone
+// (contract.RenewExtendsOnlyTheHoldersLiveLease, on SQLite).
 func TestRenewExtendsOnlyTheHoldersLiveLease(t *testing.T) {
-	runAuthorityScript(t, newStore(t).Authority(), []authorityStep{
-		{name: "A acquires r", op: "acquire", resource: "r", holder: "A", tick: 0, ttl: 3, want: leaseOf("r", "A", 1, 0, 3), save: "a"},
-		{name: "B acquires other", op: "acquire", resource: "other", holder: "B", tick: 0, ttl: 3, want: leaseOf("other", "B", 1, 0, 3)},
-		{name: "A renews", op: "renew", lease: "a", tick: 2, ttl: 3, want: leaseOf("r", "A", 1, 0, 5), save: "a"},
-		{name: "r is held at its old expiry tick", op: "acquire", resource: "r", holder: "B", tick: 3, ttl: 3, wantErr: leases.ErrLeaseHeld},
-		{name: "other was not renewed", op: "acquire", resource: "other", holder: "C", tick: 3, ttl: 3, want: leaseOf("other", "C", 2, 3, 6)},
-		{name: "a long renewal", op: "renew", lease: "a", tick: 4, ttl: 10, want: leaseOf("r", "A", 1, 0, 14), save: "a"},
-		{name: "a short renewal never moves the expiry earlier", op: "renew", lease: "a", tick: 5, ttl: 1, want: leaseOf("r", "A", 1, 0, 14), save: "a"},
-		{name: "r is held until tick 14", op: "acquire", resource: "r", holder: "B", tick: 13, ttl: 3, wantErr: leases.ErrLeaseHeld},
-		{name: "a tick before the last renewal", op: "renew", lease: "a", tick: 4, ttl: 3, wantErr: leases.ErrTickBackwards},
-		{name: "another holder cannot renew", op: "renew", lease: "~a", tick: 13, ttl: 3, wantErr: leases.ErrNotHolder},
-		{name: "not at the expiry tick", op: "renew", lease: "a", tick: 14, ttl: 3, wantErr: leases.ErrLeaseExpired},
-		{name: "B takes r at the expiry tick", op: "acquire", resource: "r", holder: "B", tick: 14, ttl: 3, want: leaseOf("r", "B", 2, 14, 17)},
-		{name: "nor after a new grant", op: "renew", lease: "a", tick: 15, ttl: 3, wantErr: leases.ErrNotHolder},
-	})
+	contract.RenewExtendsOnlyTheHoldersLiveLease(t, sqliteBackend(t))
 }
 
 // Release frees the resource at once and only that resource, but its epoch
-// is never handed out again.
+// is never handed out again (contract.ReleaseNeverReusesEpoch, on SQLite).
 func TestReleaseNeverReusesEpoch(t *testing.T) {
-	runAuthorityScript(t, newStore(t).Authority(), []authorityStep{
-		{name: "A acquires r", op: "acquire", resource: "r", holder: "A", tick: 0, ttl: 100, want: leaseOf("r", "A", 1, 0, 100), save: "a"},
-		{name: "A acquires other", op: "acquire", resource: "other", holder: "A", tick: 0, ttl: 100, want: leaseOf("other", "A", 1, 0, 100)},
-		{name: "another holder cannot release", op: "release", lease: "~a", tick: 1, wantErr: leases.ErrNotHolder},
-		{name: "A releases r", op: "release", lease: "a", tick: 5},
-		{name: "other is still held", op: "acquire", resource: "other", holder: "B", tick: 5, ttl: 2, wantErr: leases.ErrLeaseHeld},
-		{name: "a tick before the release", op: "acquire", resource: "r", holder: "B", tick: 4, ttl: 2, wantErr: leases.ErrTickBackwards},
-		{name: "a second release", op: "release", lease: "a", tick: 5, wantErr: leases.ErrNotHolder},
-		{name: "nor a renewal", op: "renew", lease: "a", tick: 5, ttl: 2, wantErr: leases.ErrNotHolder},
-		{name: "B at the release tick, a new epoch", op: "acquire", resource: "r", holder: "B", tick: 5, ttl: 2, want: leaseOf("r", "B", 2, 5, 7), save: "b"},
-		{name: "an expired lease", op: "release", lease: "b", tick: 7, wantErr: leases.ErrLeaseExpired},
-		{name: "A again, never epoch 1 or 2", op: "acquire", resource: "r", holder: "A", tick: 7, ttl: 2, want: leaseOf("r", "A", 3, 7, 9)},
-	})
+	contract.ReleaseNeverReusesEpoch(t, sqliteBackend(t))
 }
 
 // C6: every outcome of the fenced receiver, with the stored record
-// unchanged on replay, conflict and stale.
+// unchanged on replay, conflict and stale, and another resource's record
+// left alone (contract.FencedReceiverOutcomes, on SQLite).
 func TestFencedReceiverOutcomes(t *testing.T) {
-	stored := written(2, "v2")
-	cases := []struct {
-		name  string
-		empty bool
-		epoch int64
-		value string
-		want  leases.Outcome
-	}{
-		{"first write to an empty receiver", true, 1, "v1", leases.Accepted},
-		{"higher epoch", false, 3, "v3", leases.Accepted},
-		{"equal epoch and value: replay", false, 2, "v2", leases.Replay},
-		{"equal epoch, other value: conflict", false, 2, "other", leases.Conflict},
-		{"lower epoch: stale", false, 1, "v1", leases.Stale},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			path := tempDBPath(t)
-			recv := openStore(t, path).Receiver(leases.Fenced)
-			bystander := mustWrite(t, recv, "other", 9, "kept").Record
-			if !tc.empty {
-				mustWrite(t, recv, "r", stored.Epoch, stored.Value)
-			}
-			before := dumpTables(t, path)
-			got := mustWrite(t, recv, "r", tc.epoch, tc.value)
-			if got.Outcome != tc.want {
-				t.Fatalf("outcome %s, want %s", got.Outcome, tc.want)
-			}
-			want := stored
-			if tc.want == leases.Accepted {
-				want = written(tc.epoch, tc.value)
-			} else if after := dumpTables(t, path); after != before {
-				t.Errorf("a %s write changed the database:\n%s\nbecame\n%s", got.Outcome, before, after)
-			}
-			read, found, err := recv.Read(context.Background(), "r")
-			if err != nil || !found || read != want || got.Record != want {
-				t.Errorf("stored %+v (found %v, %v), reported %+v; want %+v", read, found, err, got.Record, want)
-			}
-			if other, _, err := recv.Read(context.Background(), "other"); err != nil || other != bystander {
-				t.Errorf("another resource's record became %+v, %v; want %+v", other, err, bystander)
-			}
-		})
-	}
+	contract.FencedReceiverOutcomes(t, sqliteBackend(t))
 }
 
 // C8 at the library level: without the comparison, whatever comes last
-// wins, lower epoch or not. The unfenced receiver keeps its records apart:
-// nothing written through it can lower the fenced receiver's fence.
+// wins, lower epoch or not; the unfenced receiver's records are apart from
+// the fenced one's (contract.UnfencedReceiverStoresWhateverComesLast, on
+// SQLite).
 func TestUnfencedReceiverStoresWhateverComesLast(t *testing.T) {
-	store := newStore(t)
-	unfenced, fenced := store.Receiver(leases.Unfenced), store.Receiver(leases.Fenced)
-	mustWrite(t, fenced, "r", 5, "fenced")
-	writes := []struct {
-		epoch int64
-		value string
-	}{{2, "new"}, {2, "another"}, {1, "old"}}
-	for _, w := range writes {
-		if got := mustWrite(t, unfenced, "r", w.epoch, w.value); got.Outcome != leases.Accepted || got.Record != written(w.epoch, w.value) {
-			t.Fatalf("unfenced write epoch %d: %+v, want accepted and stored", w.epoch, got)
-		}
-	}
-	ctx := context.Background()
-	if got, _, err := unfenced.Read(ctx, "r"); err != nil || got != written(1, "old") {
-		t.Fatalf("stored %+v, %v; want the last write (epoch 1, old)", got, err)
-	}
-	if got := mustWrite(t, fenced, "r", 4, "late"); got.Outcome != leases.Stale || got.Record != written(5, "fenced") {
-		t.Fatalf("fenced write at epoch 4 after unfenced writes: %+v; want stale against epoch 5", got)
-	}
-	if _, err := fenced.Observe(ctx, "r", 9); err != nil {
-		t.Fatal(err)
-	}
-	mustWrite(t, unfenced, "r", 1, "lower")
-	if got, _, err := fenced.Read(ctx, "r"); err != nil || got.Epoch != 9 {
-		t.Fatalf("fenced record %+v, %v after an unfenced write; want the fence at 9", got, err)
-	}
+	contract.UnfencedReceiverStoresWhateverComesLast(t, sqliteBackend(t))
 }
 
 // holdInsideTransaction starts op in the background and returns once op is
@@ -480,44 +348,17 @@ func TestCommandRejectsBadUsageAndFiles(t *testing.T) {
 	}
 }
 
-// Bad input is refused with ErrInvalidInput and changes nothing, row for
-// row.
+// Bad input is refused with ErrInvalidInput in one line and changes
+// nothing, row for row (contract.BadInputChangesNothing, on SQLite).
 func TestBadInputChangesNothing(t *testing.T) {
-	s := newBadInputStore(t)
-	s.refuseEach(t, badInputCalls(s), math.MaxInt)
-	if _, err := s.auth.Acquire(s.ctx, "r", "B", 4, 1); !errors.Is(err, leases.ErrTickBackwards) {
+	b := sqliteBackend(t)
+	contract.BadInputChangesNothing(t, b)
+	ctx := context.Background()
+	if _, err := b.Authority.Acquire(ctx, "r", "B", 4, 1); !errors.Is(err, leases.ErrTickBackwards) {
 		t.Errorf("a backwards tick should also match ErrTickBackwards: %v", err)
 	}
-	if _, err := sqlite.Open(s.ctx, ""); !errors.Is(err, leases.ErrInvalidInput) {
+	if _, err := sqlite.Open(ctx, ""); !errors.Is(err, leases.ErrInvalidInput) {
 		t.Errorf("open with an empty path: %v", err)
-	}
-}
-
-// badInputCalls are the contract's bad calls, one or more per argument of
-// the authority and the receiver.
-func badInputCalls(s *badInputStore) []badCall {
-	fenced := s.fenced
-	return []badCall{
-		{"acquire: empty resource", s.acquire("", "B", 20, 1)},
-		{"acquire: empty holder", s.acquire("r", "", 20, 1)},
-		{"acquire: zero ttl", s.acquire("r", "B", 20, 0)},
-		{"acquire: negative ttl", s.acquire("r", "B", 20, -1)},
-		{"acquire: negative tick", s.acquire("other", "B", -1, 1)},
-		{"acquire: tick before the last change", s.acquire("r", "B", 4, 1)},
-		{"acquire: expiry overflows", s.acquire("r", "B", 20, math.MaxInt64)},
-		{"acquire: NUL in a name", s.acquire("r\x00; DROP TABLE authority_leases", "B", 20, 1)},
-		{"acquire: invalid UTF-8", s.acquire("r\xff", "B", 20, 1)},
-		{"acquire: name too long", s.acquire(strings.Repeat("r", leases.MaxNameBytes+1), "B", 20, 1)},
-		{"renew: epoch 0", s.renew(s.heldWith(func(l *leases.Lease) { l.Epoch = 0 }), 6, 1)},
-		{"renew: zero ttl", s.renew(s.held, 6, 0)},
-		{"renew: tick before the last change", s.renew(s.held, 4, 1)},
-		{"release: negative epoch", s.release(s.heldWith(func(l *leases.Lease) { l.Epoch = -1 }), 6)},
-		{"release: tick before the last change", s.release(s.held, 4)},
-		{"write: epoch 0", s.write(fenced, "r", 0, "x")},
-		{"write: empty resource", s.write(fenced, "", 2, "x")},
-		{"write: value too long", s.write(fenced, "r", 2, strings.Repeat("x", leases.MaxValueBytes+1))},
-		{"write: unknown receiver mode", s.write(s.store.Receiver("half-fenced"), "r", 2, "x")},
-		{"unfenced write: epoch 0", s.write(s.unfenced, "r", 0, "x")},
 	}
 }
 

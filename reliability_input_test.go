@@ -14,6 +14,7 @@ import (
 
 	"leases"
 	"leases/internal/command"
+	"leases/internal/contract"
 )
 
 // Every invalid argument is refused with ErrInvalidInput, in one short
@@ -21,33 +22,35 @@ import (
 // extremes and the fields they leave out.
 func TestInvalidInputIsRefusedAndChangesNothing(t *testing.T) {
 	s := newBadInputStore(t)
-	fenced, unfenced := s.fenced, s.unfenced
+	fenced, unfenced := s.b.Fenced, s.b.Unfenced
 	long := strings.Repeat("n", leases.MaxNameBytes+1)
 	huge := strings.Repeat("v", 1<<20)
-	s.refuseEach(t, append(badInputCalls(s),
-		badCall{"acquire: ttl MinInt64", s.acquire("r", "B", 20, math.MinInt64)},
-		badCall{"acquire: tick MinInt64", s.acquire("new", "B", math.MinInt64, 1)},
-		badCall{"acquire: tick+ttl overflows", s.acquire("r", "B", math.MaxInt64, 1)},
-		badCall{"acquire: holder 1 MiB", s.acquire("r", huge, 20, 1)},
-		badCall{"acquire: NUL in holder", s.acquire("r", "B\x00'; DELETE FROM authority_leases; --", 20, 1)},
-		badCall{"acquire: invalid UTF-8 resource", s.acquire("\xc3\x28", "B", 20, 1)},
-		badCall{"renew: epoch -1", s.renew(s.heldWith(func(l *leases.Lease) { l.Epoch = -1 }), 6, 1)},
-		badCall{"renew: empty holder", s.renew(s.heldWith(func(l *leases.Lease) { l.Holder = "" }), 6, 1)},
-		badCall{"renew: tick -1", s.renew(s.held, -1, 1)},
-		badCall{"renew: tick+ttl overflows", s.renew(s.held, 6, math.MaxInt64)},
-		badCall{"release: epoch 0", s.release(s.heldWith(func(l *leases.Lease) { l.Epoch = 0 }), 6)},
-		badCall{"release: empty resource", s.release(s.heldWith(func(l *leases.Lease) { l.Resource = "" }), 6)},
-		badCall{"release: tick -1", s.release(s.held, -1)},
-		badCall{"write: epoch MinInt64", s.write(fenced, "r", math.MinInt64, "x")},
-		badCall{"write: value 1 MiB", s.write(fenced, "r", 2, huge)},
-		badCall{"write: NUL in value", s.write(fenced, "r", 2, "x\x00y")},
-		badCall{"write: invalid UTF-8 value", s.write(fenced, "r", 2, "\xff")},
-		badCall{"unfenced write: NUL in resource", s.write(unfenced, "r\x00", 2, "x")},
-		badCall{"observe: epoch 0", s.observe(fenced, "r", 0)},
-		badCall{"observe: empty resource", s.observe(fenced, "", 2)},
-		badCall{"observe: an unfenced receiver", s.observe(unfenced, "r", 2)},
-		badCall{"read: empty resource", s.read("")},
-		badCall{"read: resource 257 bytes", s.read(long)},
+	contract.RefuseEach(t, s.b, append(contract.BadInputCalls(s.b, s.held),
+		bad("acquire: ttl MinInt64", s.acquire("r", "B", 20, math.MinInt64)),
+		bad("acquire: tick MinInt64", s.acquire("new", "B", math.MinInt64, 1)),
+		bad("acquire: tick+ttl overflows", s.acquire("r", "B", math.MaxInt64, 1)),
+		bad("acquire: holder 1 MiB", s.acquire("r", huge, 20, 1)),
+		bad("acquire: NUL in holder", s.acquire("r", "B\x00'; DELETE FROM authority_leases; --", 20, 1)),
+		bad("acquire: invalid UTF-8 resource", s.acquire("\xc3\x28", "B", 20, 1)),
+		bad("renew: epoch -1", s.renew(s.heldWith(func(l *leases.Lease) { l.Epoch = -1 }), 6, 1)),
+		bad("renew: empty holder", s.renew(s.heldWith(func(l *leases.Lease) { l.Holder = "" }), 6, 1)),
+		bad("renew: tick -1", s.renew(s.held, -1, 1)),
+		bad("renew: tick+ttl overflows", s.renew(s.held, 6, math.MaxInt64)),
+		bad("release: epoch 0", s.release(s.heldWith(func(l *leases.Lease) { l.Epoch = 0 }), 6)),
+		bad("release: empty resource", s.release(s.heldWith(func(l *leases.Lease) { l.Resource = "" }), 6)),
+		bad("release: tick -1", s.release(s.held, -1)),
+		bad("write: epoch MinInt64", s.write(fenced, "r", math.MinInt64, "x")),
+		bad("write: value 1 MiB", s.write(fenced, "r", 2, huge)),
+		bad("write: NUL in value", s.write(fenced, "r", 2, "x\x00y")),
+		bad("write: invalid UTF-8 value", s.write(fenced, "r", 2, "\xff")),
+		bad("unfenced write: NUL in resource", s.write(unfenced, "r\x00", 2, "x")),
+		bad("observe: epoch 0", s.observe(fenced, "r", 0)),
+		bad("observe: empty resource", s.observe(fenced, "", 2)),
+		bad("observe: an unfenced receiver", s.observe(unfenced, "r", 2)),
+		bad("read: empty resource", s.read("")),
+		bad("read: resource 257 bytes", s.read(long)),
+		bad("holder: NUL in resource", s.holder("r\x00", 6)),
+		bad("holder: tick MinInt64", s.holder("r", math.MinInt64)),
 	), 300)
 }
 
@@ -179,4 +182,9 @@ func TestCommandRefusesBadInput(t *testing.T) {
 			})
 		}
 	})
+}
+
+// bad names a call that must be refused as invalid input.
+func bad(name string, call func() error) contract.BadCall {
+	return contract.BadCall{Name: name, Call: call}
 }

@@ -9,26 +9,27 @@ import (
 
 	"leases"
 	"leases/etcd"
+	"leases/internal/contract"
 )
 
 // The contract, on a three-member cluster.
 func TestContract(t *testing.T) {
-	runContract(t, etcdBackend)
+	contract.Run(t, etcdBackend)
 }
 
 // etcdBackend is a store on the shared cluster under a prefix of the
 // test's own.
-func etcdBackend(t *testing.T) backend {
+func etcdBackend(t *testing.T) contract.Backend {
 	t.Helper()
 	c, p := client(t), prefix(t)
 	s := etcd.New(c, etcd.Options{Prefix: p})
-	return backend{
-		authority: s.Authority(),
-		fenced:    s.Receiver(leases.Fenced),
-		unfenced:  s.Receiver(leases.Unfenced),
-		guarded:   s.Guarded(),
-		receiver:  s.Receiver,
-		state:     func(t *testing.T) string { return dumpPrefix(t, c, p) },
+	return contract.Backend{
+		Authority: s.Authority(),
+		Fenced:    s.Receiver(leases.Fenced),
+		Unfenced:  s.Receiver(leases.Unfenced),
+		Guarded:   s.Guarded(),
+		Receiver:  s.Receiver,
+		State:     func(t *testing.T) string { return dumpPrefix(t, c, p) },
 	}
 }
 

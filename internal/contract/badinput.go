@@ -1,0 +1,106 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"leases"
+)
+
+// BadInputChangesNothing: bad input is refused with ErrInvalidInput in
+// one line and changes nothing.
+func BadInputChangesNothing(t *testing.T, b Backend) {
+	RefuseEach(t, b, BadInputCalls(b, BadInputSetup(t, b)), math.MaxInt)
+}
+
+// BadCall is one call that must be refused as invalid input.
+type BadCall struct {
+	Name string
+	Call func() error
+}
+
+// BadInputSetup puts b in a state worth protecting, A's live lease on
+// "r" (ticks 5 to 15) and A's value, and returns the lease.
+func BadInputSetup(t *testing.T, b Backend) leases.Lease {
+	t.Helper()
+	held, err := b.Authority.Acquire(context.Background(), "r", "A", 5, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustWrite(t, b.Fenced, "r", held.Epoch, "v")
+	return held
+}
+
+// BadInputCalls are the contract's invalid calls, one or more per argument
+// of the authority and the receivers, on b as BadInputSetup left it.
+func BadInputCalls(b Backend, held leases.Lease) []BadCall {
+	ctx := context.Background()
+	with := func(change func(*leases.Lease)) leases.Lease {
+		l := held
+		change(&l)
+		return l
+	}
+	acquire := func(resource, holder string, now, ttl int64) func() error {
+		return func() error { _, err := b.Authority.Acquire(ctx, resource, holder, now, ttl); return err }
+	}
+	write := func(r leases.Receiver, resource string, epoch int64, value string) func() error {
+		return func() error { _, err := r.Write(ctx, resource, epoch, value); return err }
+	}
+	return []BadCall{
+		{"acquire: empty resource", acquire("", "B", 20, 1)},
+		{"acquire: empty holder", acquire("r", "", 20, 1)},
+		{"acquire: zero ttl", acquire("r", "B", 20, 0)},
+		{"acquire: negative tick", acquire("other", "B", -1, 1)},
+		{"acquire: tick before the last change", acquire("r", "B", 4, 1)},
+		{"acquire: expiry overflows", acquire("r", "B", 20, math.MaxInt64)},
+		{"acquire: NUL in a name", acquire("r\x00x", "B", 20, 1)},
+		{"acquire: invalid UTF-8", acquire("r\xff", "B", 20, 1)},
+		{"acquire: name too long", acquire(strings.Repeat("r", leases.MaxNameBytes+1), "B", 20, 1)},
+		{"renew: epoch 0", func() error {
+			_, err := b.Authority.Renew(ctx, with(func(l *leases.Lease) { l.Epoch = 0 }), 6, 1)
+			return err
+		}},
+		{"renew: zero ttl", func() error { _, err := b.Authority.Renew(ctx, held, 6, 0); return err }},
+		{"renew: tick before the last change", func() error { _, err := b.Authority.Renew(ctx, held, 4, 1); return err }},
+		{"release: negative epoch", func() error { return b.Authority.Release(ctx, with(func(l *leases.Lease) { l.Epoch = -1 }), 6) }},
+		{"release: tick before the last change", func() error { return b.Authority.Release(ctx, held, 4) }},
+		{"write: epoch 0", write(b.Fenced, "r", 0, "x")},
+		{"write: empty resource", write(b.Fenced, "", 2, "x")},
+		{"write: value too long", write(b.Fenced, "r", 2, strings.Repeat("x", leases.MaxValueBytes+1))},
+		{"write: unknown receiver mode", write(b.Receiver("half-fenced"), "r", 2, "x")},
+		{"unfenced write: epoch 0", write(b.Unfenced, "r", 0, "x")},
+		{"observe: epoch 0", func() error { _, err := b.Fenced.Observe(ctx, "r", 0); return err }},
+		{"read: empty resource", func() error { _, _, err := b.Fenced.Read(ctx, ""); return err }},
+		{"guarded write: epoch 0", func() error {
+			_, err := b.Guarded.Write(ctx, with(func(l *leases.Lease) { l.Epoch = 0 }), 6, "x")
+			return err
+		}},
+		{"guarded write: value too long", func() error {
+			_, err := b.Guarded.Write(ctx, held, 6, strings.Repeat("x", leases.MaxValueBytes+1))
+			return err
+		}},
+		{"guarded read: NUL in a name", func() error { _, _, err := b.Guarded.Read(ctx, "r\x00"); return err }},
+	}
+}
+
+// RefuseEach runs each call in a subtest of its own and fails it unless
+// the call is refused with ErrInvalidInput, in one line of at most
+// maxMessage bytes, and the store is as it was.
+func RefuseEach(t *testing.T, b Backend, calls []BadCall, maxMessage int) {
+	t.Helper()
+	before := b.State(t)
+	for _, c := range calls {
+		t.Run(c.Name, func(t *testing.T) {
+			err := c.Call()
+			if !errors.Is(err, leases.ErrInvalidInput) || strings.Contains(err.Error(), "\n") || len(err.Error()) > maxMessage {
+				t.Fatalf("got %v; want one line of at most %d bytes matching ErrInvalidInput", err, maxMessage)
+			}
+			if after := b.State(t); after != before {
+				t.Fatalf("the store changed:\n%s\nbecame\n%s", before, after)
+			}
+		})
+	}
+}
