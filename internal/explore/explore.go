@@ -177,6 +177,13 @@ func newExplorer(ctx context.Context, running backend.Running, bounds Bounds, p 
 		auth = f.authority(auth)
 	}
 	var receiver leases.Receiver = store.Receiver(mode)
+	if p == TxFenceProtocol {
+		userDB, err := openTxFence(ctx)
+		if err != nil {
+			return nil, nil, errors.Join(err, store.Close())
+		}
+		store, receiver = withFence{store, userDB}, userDB
+	}
 	if f.receiver != nil {
 		receiver = f.receiver(store)
 	}

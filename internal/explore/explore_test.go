@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -28,6 +29,9 @@ func TestExploreFindsWhatEachProtocolPromises(t *testing.T) {
 		}
 	}
 	unfenced, fenced, fba, guarded := byProtocol[Unfenced], byProtocol[Fenced], byProtocol[FenceBeforeActingProtocol], byProtocol[GuardedProtocol]
+	if txFence := byProtocol[TxFenceProtocol]; !reflect.DeepEqual(withoutName(txFence), withoutName(fenced)) {
+		t.Errorf("the in-transaction fence found %+v; want the built-in fenced receiver's figures %+v", txFence, fenced)
+	}
 	if unfenced.LostUpdates == 0 || unfenced.Violations.I5 == 0 {
 		t.Errorf("unfenced: %+v; want lost updates and I5 violations", unfenced)
 	}
@@ -45,6 +49,13 @@ func TestExploreFindsWhatEachProtocolPromises(t *testing.T) {
 	if fba.StaleAfterRead == nil || *fba.StaleAfterRead != 0 {
 		t.Errorf("fence-before-acting: stale writes after the new holder's read %v, want 0", fba.StaleAfterRead)
 	}
+}
+
+// withoutName is p with its protocol's name blanked, so that two protocols'
+// figures and counterexamples compare.
+func withoutName(p ProtocolFigures) ProtocolFigures {
+	p.Protocol = ""
+	return p
 }
 
 func countNonZero(p ProtocolFigures) int {
@@ -77,6 +88,7 @@ func TestExploreCountsEverySchedule(t *testing.T) {
 		{small, Fenced, figuresWanted{schedules: 56, gaps: 10}},
 		{three, Unfenced, figuresWanted{schedules: 132, violations: Violations{I3: 24, I5: 24}, lost: 24, gaps: 24}},
 		{three, Fenced, figuresWanted{schedules: 132, gaps: 24}},
+		{small, TxFenceProtocol, figuresWanted{schedules: 56, gaps: 10}},
 		// The guarded receiver closes the gap: no stale write is ever
 		// accepted, before or after the receiver sees the newer epoch.
 		{small, GuardedProtocol, figuresWanted{schedules: 56}},

@@ -54,9 +54,13 @@ const (
 	// checks in the write's own transaction that the writer's lease is the
 	// live one at the write's tick.
 	GuardedProtocol Protocol = "guarded"
+	// TxFenceProtocol: acquire, then write through package fence in a
+	// transaction of the user's own, on a database of the user's (apart
+	// from the backend's store); the fenced receiver's rule, in SQL.
+	TxFenceProtocol Protocol = "in-transaction-fence"
 )
 
-var protocols = []Protocol{Unfenced, Fenced, FenceBeforeActingProtocol, GuardedProtocol}
+var protocols = []Protocol{Unfenced, Fenced, FenceBeforeActingProtocol, GuardedProtocol, TxFenceProtocol}
 
 // phase is where a worker is in its one try.
 type phase uint8
