@@ -59,10 +59,18 @@ type sqlitePlace struct{ dir, path string }
 
 func (p sqlitePlace) Spec() string { return p.path }
 
-// Close removes the directory, twice if need be: what stopped the first
-// try (too many open files while killed workers' pipes were still being
-// closed, say) may have passed. A directory left behind is named.
+// Close removes the database's files by name and then the empty
+// directory: unlink and rmdir need no open file, so a process out of file
+// descriptors, or whose opens fail, still cleans up. Anything else in the
+// directory is removed with os.RemoveAll, twice if need be, since what
+// stopped the first try may have passed. A directory left behind is named.
 func (p sqlitePlace) Close() error {
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		_ = os.Remove(p.path + suffix)
+	}
+	if os.Remove(p.dir) == nil {
+		return nil
+	}
 	err := os.RemoveAll(p.dir)
 	if err != nil {
 		err = os.RemoveAll(p.dir)
