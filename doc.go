@@ -18,6 +18,10 @@
 // holder's write is accepted; that gap is part of the contract, not a bug.
 //
 // This package holds the types and the contract; backends implement it.
-// Package leases/sqlite keeps both in one SQLite file, every operation a
-// transaction of its own.
+// Package leases/sqlite keeps the authority and the receivers in one
+// SQLite file, every operation a transaction of its own; package
+// leases/etcd keeps them in an etcd cluster (a module of its own). For a
+// service, package leases/session holds a lease on a clock (package
+// leases/clock) and package leases/fence puts the fenced receiver's rule
+// inside your own database transaction.
 package leases

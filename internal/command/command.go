@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"leases/internal/backend"
 	"leases/internal/explore"
+	"leases/internal/report"
 	"leases/internal/results"
 	"leases/internal/scenario"
 	"leases/internal/worker"
@@ -32,6 +34,7 @@ const (
 
 const usage = `usage: run-experiment [--output FILE] [--check FILE] [--timeout DURATION]
                       [--workers N] [--ttl TICKS] [--last-tick TICK] [--timings]
+                      [--diagrams DIR]
 
 Reruns every scenario with real worker processes on fresh temporary
 databases and writes the semantic result as JSON to --output (standard
@@ -40,6 +43,7 @@ file replaced atomically). With --check, compares it with FILE byte for byte.
 --workers, --ttl and --last-tick bound the exploration of every schedule;
 results.json was made with the defaults. --timings prints, on standard
 error, how long each part took next to what it costs at the least here.
+--diagrams writes the run's sequence diagrams (Mermaid), one file each.
 
 Exit status: 0 match, 1 mismatch, 2 usage error or bad file,
 3 the experiment failed.
@@ -74,66 +78,22 @@ func Main(ctx context.Context, kinds []backend.Kind, args []string, stdout, stde
 		}
 		return fail(ExitFailed, "%s: %v", what, err)
 	}
-	flags := flag.NewFlagSet("run-experiment", flag.ContinueOnError)
-	flags.SetOutput(io.Discard) // one-line errors, below
-	output := flags.String("output", "", "write the JSON `FILE` (default, or -: standard output)")
-	check := flags.String("check", "", "compare the rerun with `FILE`; exit 1 if they differ")
-	timeout := flags.Duration("timeout", DefaultTimeout, "fail a run that hangs longer than `DURATION`")
-	timings := flags.Bool("timings", false, "print the run's time, part by part, next to its floors, on standard error")
-	var bounds explore.Bounds
-	flags.IntVar(&bounds.Workers, "workers", explore.DefaultBounds.Workers, "explore with `N` workers (1 to 4)")
-	flags.Int64Var(&bounds.TTL, "ttl", explore.DefaultBounds.TTL, "explore with leases of `TICKS` ticks")
-	flags.Int64Var(&bounds.LastTick, "last-tick", explore.DefaultBounds.LastTick, "explore with the clock running from 0 to `TICK`")
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usage)
-			flags.SetOutput(stdout)
-			flags.PrintDefaults()
-			return ExitMatch
-		}
-		return fail(ExitUsage, "%v (see -h)", err)
+	set, helped, err := parseArgs(args, stdout)
+	switch {
+	case helped:
+		return ExitMatch
+	case err != nil:
+		return fail(ExitUsage, "%v", err)
 	}
-	if flags.NArg() > 0 {
-		return fail(ExitUsage, "unexpected argument %q (see -h)", flags.Arg(0))
-	}
-	if *timeout <= 0 {
-		return fail(ExitUsage, "--timeout must be positive, not %v", *timeout)
-	}
-	if err := bounds.Check(); err != nil {
-		return fail(ExitUsage, "exploration bounds: %v", err)
-	}
-	// Bounds given on the command line hold on every backend; without
-	// them, each backend explores its own default (BoundsFor).
-	boundsGiven := false
-	flags.Visit(func(f *flag.Flag) {
-		boundsGiven = boundsGiven || f.Name == "workers" || f.Name == "ttl" || f.Name == "last-tick"
-	})
-	if !boundsGiven {
-		bounds = explore.Bounds{}
-	}
-
 	// Everything that can be wrong with the files is found before anything runs.
-	var expected []byte
-	var expectedTree *results.Value
-	if *check != "" {
-		data, err := os.ReadFile(*check)
-		if err != nil {
-			return fail(ExitUsage, "cannot read --check file: %v", err)
-		}
-		if expectedTree, err = results.Parse(data); err != nil {
-			return fail(ExitUsage, "--check file %s is not valid JSON: %v", *check, err)
-		}
-		expected = data
-	}
-	if *output != "" && *output != stdoutName {
-		if err := checkOutputPath(*output, *check); err != nil {
-			return fail(ExitUsage, "%v", err)
-		}
+	expected, expectedTree, err := set.files()
+	if err != nil {
+		return fail(ExitUsage, "%v", err)
 	}
 
 	start := time.Now()
 	var stats RunStats
-	doc, err := Run(ctx, kinds, Options{Timeout: *timeout, Bounds: bounds, Stats: &stats})
+	doc, err := Run(ctx, kinds, Options{Timeout: set.timeout, Bounds: set.bounds, Stats: &stats})
 	if err == nil {
 		err = ctx.Err() // it finished as it was interrupted: write nothing
 	}
@@ -144,9 +104,103 @@ func Main(ctx context.Context, kinds []backend.Kind, args []string, stdout, stde
 	if err != nil {
 		return failed("encode results", err)
 	}
-	if err := writeOutput(*output, stdout, got); err != nil {
+	if err := writeOutput(set.output, stdout, got); err != nil {
 		return failed("write results", err)
 	}
+	if set.diagrams != "" {
+		if err := writeDiagrams(set.diagrams, doc); err != nil {
+			return failed("write diagrams", err)
+		}
+	}
+	printSummaries(stderr, doc)
+	code := compareResults(stderr, set.check, expected, expectedTree, got)
+	if set.timings {
+		if err := printTimings(ctx, stderr, doc, &stats, time.Since(start)); err != nil {
+			return failed("timings", err)
+		}
+	}
+	return code
+}
+
+// settings are what the command line asks for.
+type settings struct {
+	output, check, diagrams string
+	timeout                 time.Duration
+	timings                 bool
+	// bounds are the explored model's on every backend; zero: each
+	// backend's own default (BoundsFor).
+	bounds explore.Bounds
+}
+
+// parseArgs reads the command line. helped is true when it printed the
+// usage (-h); err is a usage error, in one line.
+func parseArgs(args []string, stdout io.Writer) (set settings, helped bool, err error) {
+	flags := flag.NewFlagSet("run-experiment", flag.ContinueOnError)
+	flags.SetOutput(io.Discard) // one-line errors, below
+	flags.StringVar(&set.output, "output", "", "write the JSON `FILE` (default, or -: standard output)")
+	flags.StringVar(&set.check, "check", "", "compare the rerun with `FILE`; exit 1 if they differ")
+	flags.DurationVar(&set.timeout, "timeout", DefaultTimeout, "fail a run that hangs longer than `DURATION`")
+	flags.BoolVar(&set.timings, "timings", false, "print the run's time, part by part, next to its floors, on standard error")
+	flags.StringVar(&set.diagrams, "diagrams", "", "write the run's sequence diagrams (Mermaid) to `DIR`, one file each")
+	flags.IntVar(&set.bounds.Workers, "workers", explore.DefaultBounds.Workers, "explore with `N` workers (1 to 4)")
+	flags.Int64Var(&set.bounds.TTL, "ttl", explore.DefaultBounds.TTL, "explore with leases of `TICKS` ticks")
+	flags.Int64Var(&set.bounds.LastTick, "last-tick", explore.DefaultBounds.LastTick, "explore with the clock running from 0 to `TICK`")
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			flags.SetOutput(stdout)
+			flags.PrintDefaults()
+			return set, true, nil
+		}
+		return set, false, fmt.Errorf("%w (see -h)", err)
+	}
+	switch {
+	case flags.NArg() > 0:
+		return set, false, fmt.Errorf("unexpected argument %q (see -h)", flags.Arg(0))
+	case set.timeout <= 0:
+		return set, false, fmt.Errorf("--timeout must be positive, not %v", set.timeout)
+	}
+	if err := set.bounds.Check(); err != nil {
+		return set, false, fmt.Errorf("exploration bounds: %w", err)
+	}
+	// Bounds given on the command line hold on every backend; without
+	// them, each backend explores its own default (BoundsFor).
+	given := false
+	flags.Visit(func(f *flag.Flag) { given = given || f.Name == "workers" || f.Name == "ttl" || f.Name == "last-tick" })
+	if !given {
+		set.bounds = explore.Bounds{}
+	}
+	return set, false, nil
+}
+
+// files checks every file the command line names, and reads and parses
+// the --check file.
+func (set settings) files() (expected []byte, tree *results.Value, err error) {
+	if set.check != "" {
+		if expected, err = os.ReadFile(set.check); err != nil {
+			return nil, nil, fmt.Errorf("cannot read --check file: %w", err)
+		}
+		if tree, err = results.Parse(expected); err != nil {
+			return nil, nil, fmt.Errorf("--check file %s is not valid JSON: %w", set.check, err)
+		}
+	}
+	if set.diagrams != "" {
+		if info, err := os.Stat(set.diagrams); err != nil || !info.IsDir() {
+			return nil, nil, fmt.Errorf("--diagrams %s is not a directory", set.diagrams)
+		}
+	}
+	if set.output != "" && set.output != stdoutName {
+		if err := checkOutputPath(set.output, set.check); err != nil {
+			return nil, nil, err
+		}
+	}
+	return expected, tree, nil
+}
+
+// printSummaries writes a line per scenario and per explored protocol on
+// every backend, and a line for every scenario that ran differently on
+// two backends.
+func printSummaries(stderr io.Writer, doc *results.Results) {
 	for _, b := range doc.Backends {
 		for _, sc := range b.Scenarios {
 			fmt.Fprintf(stderr, "%-7s %s\n", b.Backend, scenarioSummary(sc))
@@ -160,13 +214,6 @@ func Main(ctx context.Context, kinds []backend.Kind, args []string, stdout, stde
 			fmt.Fprintf(stderr, "run-experiment: %s ran differently on %v\n", a.Scenario, a.Backends)
 		}
 	}
-	code := compareResults(stderr, *check, expected, expectedTree, got)
-	if *timings {
-		if err := printTimings(ctx, stderr, doc, &stats, time.Since(start)); err != nil {
-			return failed("timings", err)
-		}
-	}
-	return code
 }
 
 // compareResults reports whether got matches the --check file and returns
@@ -212,27 +259,24 @@ func protocolSummary(p explore.ProtocolFigures) string {
 // scenarioSummary is one human-readable line: the scenario and its
 // verdicts.
 func scenarioSummary(s scenario.Scenario) string {
-	var claims []string
-	add := func(ok bool, claim string) {
-		if ok {
-			claims = append(claims, claim)
-		}
-	}
-	v := s.Verdicts
-	add(v.GrantedAtExpiry, "granted at the expiry tick")
-	add(v.RefusedOneTickBeforeExpiry, "refused one tick before")
-	add(v.StaleWriteAccepted, "STALE WRITE ACCEPTED")
-	add(v.StaleWriteRejected, "stale write rejected")
-	add(v.NewerValueLost, "NEWER VALUE LOST")
-	add(v.TwoValuesAcceptedAtOneEpoch, "TWO VALUES AT ONE EPOCH")
-	add(v.ReplayReported, "replay reported")
-	add(v.ConflictRejected, "conflict rejected")
-	add(v.NotLiveRejected, "rejected as not live")
-	add(v.WriteNotSentSessionEnded, "write not sent: session ended")
-	add(v.MembersAgree, "members agree")
 	final := "nothing stored"
 	if s.Final != nil {
 		final = fmt.Sprintf("%q at epoch %d", s.Final.Value, s.Final.ValueEpoch)
 	}
-	return fmt.Sprintf("%-40s %s; final %s", s.Name, strings.Join(claims, ", "), final)
+	return fmt.Sprintf("%-40s %s; final %s", s.Name, strings.Join(s.Verdicts.Claims(), ", "), final)
+}
+
+// writeDiagrams writes the run's pictures to dir, one Mermaid file each:
+// every scenario on every backend, and each explored counterexample.
+func writeDiagrams(dir string, doc *results.Results) error {
+	blocks, err := report.Blocks(doc)
+	if err != nil {
+		return err
+	}
+	for name, text := range report.Diagrams(blocks) {
+		if err := writeFileAtomically(filepath.Join(dir, name), []byte(text)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -157,8 +157,25 @@ type leaseSpan struct {
 	start, end int64
 }
 
+// round runs one round's three phases, starting at tick 3r.
 func (l *loadRun) round(ctx context.Context, round int) error {
 	t := int64(round * loadRoundTicks)
+	holder, err := l.contend(ctx, t)
+	if err != nil {
+		return err
+	}
+	if err := l.work(ctx, holder, t+1, fmt.Sprintf("round-%d-by-%s", round, holder.Name())); err != nil {
+		return err
+	}
+	if round%loadExpiryRound == loadExpiryRound-1 {
+		return nil // the lease runs out at t+3, the next round's tick
+	}
+	return l.release(ctx, holder, t+2)
+}
+
+// contend has every worker try to acquire at tick t, all at once, and
+// returns the one that was granted.
+func (l *loadRun) contend(ctx context.Context, t int64) (*loadWorker, error) {
 	var holder *loadWorker
 	err := l.allAtOnce(ctx, func(w *loadWorker) error {
 		granted, err := l.tryAcquire(ctx, w, t)
@@ -169,14 +186,17 @@ func (l *loadRun) round(ctx context.Context, round int) error {
 		}
 		return err
 	})
-	if err != nil {
-		return err
+	if err == nil && holder == nil {
+		err = fmt.Errorf("no worker was granted the lease at tick %d", t)
 	}
-	if holder == nil {
-		return fmt.Errorf("no worker was granted the lease at tick %d", t)
-	}
-	value := fmt.Sprintf("round-%d-by-%s", round, holder.Name())
-	err = l.allAtOnce(ctx, func(w *loadWorker) error {
+	return holder, err
+}
+
+// work has, at tick t and all at once, the holder write its value, resend
+// it and renew; every earlier holder resend a different value with its
+// old epoch; and every other worker try to acquire.
+func (l *loadRun) work(ctx context.Context, holder *loadWorker, t int64, value string) error {
+	return l.allAtOnce(ctx, func(w *loadWorker) error {
 		switch {
 		case w == holder:
 			if err := l.write(ctx, w, w.lease.Epoch, value); err != nil {
@@ -185,7 +205,7 @@ func (l *loadRun) round(ctx context.Context, round int) error {
 			if err := l.write(ctx, w, w.lease.Epoch, value); err != nil { // the retried write
 				return err
 			}
-			renewed, err := w.Renew(ctx, w.lease, t+1, loadTTL)
+			renewed, err := w.Renew(ctx, w.lease, t, loadTTL)
 			if err != nil {
 				return err
 			}
@@ -196,21 +216,19 @@ func (l *loadRun) round(ctx context.Context, round int) error {
 		case w.everHeld:
 			return l.write(ctx, w, w.lease.Epoch, w.lastValue+"-again")
 		default:
-			_, err := l.tryAcquire(ctx, w, t+1)
+			_, err := l.tryAcquire(ctx, w, t)
 			return err
 		}
 	})
-	if err != nil {
-		return err
-	}
-	if round%loadExpiryRound == loadExpiryRound-1 {
-		return nil // the lease runs out at t+3, the next round's tick
-	}
-	if err := holder.Release(ctx, holder.lease, t+2); err != nil {
+}
+
+// release has the holder release its lease at tick t.
+func (l *loadRun) release(ctx context.Context, holder *loadWorker, t int64) error {
+	if err := holder.Release(ctx, holder.lease, t); err != nil {
 		return err
 	}
 	l.count(func(r *Report) { r.Releases++; r.Operations++ })
-	l.setEnd(holder.lease.Epoch, t+2)
+	l.setEnd(holder.lease.Epoch, t)
 	return nil
 }
 
@@ -307,23 +325,45 @@ func (l *loadRun) killAll() {
 
 // check verifies the invariants over the whole run.
 func (l *loadRun) check(ctx context.Context, store *sqlite.Store) error {
+	problems := append(l.leaseProblems(), l.fenceProblems()...)
+	file, err := l.fileProblems(ctx, store)
+	if err != nil {
+		return err
+	}
+	if problems = append(problems, file...); len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// leaseProblems: granted epochs are 1..n with no gap, and rise with their
+// grant ticks; no two leases overlap.
+func (l *loadRun) leaseProblems() []string {
 	epochs := slices.Sorted(maps.Keys(l.leases))
+	l.report.HighestEpoch = int64(len(epochs))
 	var problems []string
 	for i, e := range epochs {
 		if e != int64(i+1) {
-			problems = append(problems, fmt.Sprintf("granted epochs are not 1..%d without gaps: %v", len(epochs), epochs))
-			break
+			return append(problems, fmt.Sprintf("granted epochs are not 1..%d without gaps: %v", len(epochs), epochs))
 		}
-		if i > 0 {
-			prev, cur := l.leases[epochs[i-1]], l.leases[e]
-			if cur.start < prev.start {
-				problems = append(problems, fmt.Sprintf("epoch %d was granted at tick %d, before epoch %d at tick %d", e, cur.start, epochs[i-1], prev.start))
-			}
-			if cur.start < prev.end {
-				problems = append(problems, fmt.Sprintf("epoch %d (from tick %d) overlaps epoch %d (until tick %d)", e, cur.start, epochs[i-1], prev.end))
-			}
+		if i == 0 {
+			continue
+		}
+		prev, cur := l.leases[epochs[i-1]], l.leases[e]
+		if cur.start < prev.start {
+			problems = append(problems, fmt.Sprintf("epoch %d was granted at tick %d, before epoch %d at tick %d", e, cur.start, epochs[i-1], prev.start))
+		}
+		if cur.start < prev.end {
+			problems = append(problems, fmt.Sprintf("epoch %d (from tick %d) overlaps epoch %d (until tick %d)", e, cur.start, epochs[i-1], prev.end))
 		}
 	}
+	return problems
+}
+
+// fenceProblems: the receiver's epoch, as the replies showed it, never
+// went down from one phase to the next.
+func (l *loadRun) fenceProblems() []string {
+	var problems []string
 	highestSoFar := int64(0)
 	for phase, seen := range l.fenceByPhase {
 		if seen[0] < 0 {
@@ -334,11 +374,17 @@ func (l *loadRun) check(ctx context.Context, store *sqlite.Store) error {
 		}
 		highestSoFar = max(highestSoFar, seen[1])
 	}
-	l.report.HighestEpoch = int64(len(epochs))
+	return problems
+}
+
+// fileProblems: the receiver's record in the file is the last accepted
+// write's, and the file is sound.
+func (l *loadRun) fileProblems(ctx context.Context, store *sqlite.Store) ([]string, error) {
 	record, _, err := store.Receiver(leases.Fenced).Read(ctx, loadResource)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var problems []string
 	highestWritten := int64(0)
 	for e := range l.valueByEpoch {
 		highestWritten = max(highestWritten, e)
@@ -347,13 +393,10 @@ func (l *loadRun) check(ctx context.Context, store *sqlite.Store) error {
 		problems = append(problems, fmt.Sprintf("receiver holds %+v; the replies say epoch %d with %q", record, highestWritten, l.valueByEpoch[highestWritten]))
 	}
 	if l.report.IntegrityCheck, err = store.IntegrityCheck(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if l.report.IntegrityCheck != "ok" {
 		problems = append(problems, "integrity_check: "+l.report.IntegrityCheck)
 	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
-	}
-	return nil
+	return problems, nil
 }

@@ -106,3 +106,26 @@ func membersAgree(steps []Step) bool {
 	}
 	return first != nil
 }
+
+// Claims are the verdicts that hold, each in a few words, in the order a
+// reader checks them; the claims of a weakness are in capitals.
+func (v Verdicts) Claims() []string {
+	var claims []string
+	add := func(ok bool, claim string) {
+		if ok {
+			claims = append(claims, claim)
+		}
+	}
+	add(v.GrantedAtExpiry, "granted at the expiry tick")
+	add(v.RefusedOneTickBeforeExpiry, "refused one tick before")
+	add(v.StaleWriteAccepted, "STALE WRITE ACCEPTED")
+	add(v.StaleWriteRejected, "stale write rejected")
+	add(v.NewerValueLost, "NEWER VALUE LOST")
+	add(v.TwoValuesAcceptedAtOneEpoch, "TWO VALUES AT ONE EPOCH")
+	add(v.ReplayReported, "replay reported")
+	add(v.ConflictRejected, "conflict rejected")
+	add(v.NotLiveRejected, "rejected as not live")
+	add(v.WriteNotSentSessionEnded, "write not sent: session ended")
+	add(v.MembersAgree, "members agree")
+	return claims
+}
