@@ -36,8 +36,15 @@ type Options struct {
 	Stats *RunStats
 }
 
-// RunStats is what a run did and how long it took.
+// RunStats is what a run did and how long it took, backend by backend.
 type RunStats struct {
+	Backends []BackendStats
+}
+
+// BackendStats is what the run did on one backend and how long it took.
+type BackendStats struct {
+	Backend     string
+	Start       time.Duration // readying the backend (starting a cluster)
 	Workers     int           // worker processes started
 	Scenarios   time.Duration // wall time of the scenarios
 	Exploration time.Duration // wall time of the exploration
@@ -60,7 +67,7 @@ func Run(ctx context.Context, kinds []backend.Kind, opts Options) (*results.Resu
 	}
 	started := opts.Scenario.WorkerStarted
 	opts.Scenario.WorkerStarted = func(sc, worker string, pid int) {
-		stats.Workers++
+		stats.Backends[len(stats.Backends)-1].Workers++
 		if started != nil {
 			started(sc, worker, pid)
 		}
@@ -71,7 +78,10 @@ func Run(ctx context.Context, kinds []backend.Kind, opts Options) (*results.Resu
 		if err != nil {
 			return nil, err
 		}
+		stats.Backends = append(stats.Backends, BackendStats{Backend: kind.Name()})
+		start := time.Now()
 		running, err := kind.Start(ctx, dir)
+		stats.Backends[len(stats.Backends)-1].Start = time.Since(start)
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", kind.Name(), err)
 		}
@@ -79,7 +89,7 @@ func Run(ctx context.Context, kinds []backend.Kind, opts Options) (*results.Resu
 		if bounds == (explore.Bounds{}) {
 			bounds = BoundsFor(kind.Name())
 		}
-		err = runOn(ctx, kind, running, bounds, opts, stats, doc)
+		err = runOn(ctx, kind, running, bounds, opts, &stats.Backends[len(stats.Backends)-1], doc)
 		if closeErr := running.Close(); err == nil {
 			err = closeErr
 		}
@@ -111,7 +121,7 @@ func BoundsFor(backend string) explore.Bounds {
 var SmallBounds = explore.Bounds{Workers: 2, TTL: 1, LastTick: 2}
 
 // runOn runs the scenarios and the exploration on one backend.
-func runOn(ctx context.Context, kind backend.Kind, running backend.Running, bounds explore.Bounds, opts Options, stats *RunStats, doc *results.Results) error {
+func runOn(ctx context.Context, kind backend.Kind, running backend.Running, bounds explore.Bounds, opts Options, stats *BackendStats, doc *results.Results) error {
 	section := results.Backend{Backend: kind.Name()}
 	start := time.Now()
 	for _, def := range scenario.Defs() {
