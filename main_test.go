@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,6 +41,11 @@ const (
 	// exploration's (the command's own database calls during the
 	// scenarios only read).
 	interruptEnv = "LEASES_TEST_INTERRUPT_AT"
+	// oneThreadEnv keeps a worker's requests, and so its SQLite calls, on
+	// one OS thread: strace counts a system call's invocations per
+	// thread, and a fault meant for the second read of a request must not
+	// land elsewhere because the goroutine moved.
+	oneThreadEnv = "LEASES_TEST_ONE_THREAD"
 )
 
 // TestMain lets the test binary play the worker role: the experiment
@@ -61,6 +67,9 @@ func TestMain(m *testing.M) {
 				_ = syscall.Kill(os.Getppid(), sig)
 			}
 		}
+	}
+	if os.Getenv(oneThreadEnv) != "" {
+		runtime.LockOSThread()
 	}
 	// The worker role first: workers inherit the controller's environment,
 	// and must not become controllers in turn.
