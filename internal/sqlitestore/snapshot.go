@@ -8,13 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"leases"
 )
 
 // tables are the store's tables, in the order snapshots list them, with
 // their number of columns.
-var tables = []struct {
+var tables = [...]struct {
 	name    string
 	columns int
 }{
@@ -40,6 +41,35 @@ func snapshotStatements() []string {
 	return texts
 }
 
+// written tracks, for the explorer, which tables may have changed since
+// the last Snapshot read them: every statement that writes marks its
+// table (even one whose transaction then rolls back), and Snapshot reads
+// only the marked ones again. A table not marked still holds what its
+// last encoding says, so a Restore need not rewrite a table whose
+// encoding is already the target's. This holds only while nothing but
+// this store writes the database: the explorer's in-memory store.
+type written struct {
+	mu    sync.Mutex
+	dirty [len(tables)]bool   // by tables' index
+	seen  [len(tables)][]byte // each table's last encoding
+	valid bool                // false until the first Snapshot has read every table
+}
+
+// writes maps every statement that writes to the index of its table.
+var writes = map[string]int{
+	sqlPutLease: 0, sqlWriteRecord: 1, sqlObserveRecord: 1, sqlWriteUnfenced: 2, sqlWriteGuarded: 3,
+}
+
+func (w *written) mark(statement string) {
+	i, ok := writes[statement]
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.dirty[i] = true
+}
+
 // Snapshot returns every row of the store's tables, encoded canonically
 // (tables and rows in a fixed order), and Restore puts them back. They
 // exist for the schedule explorer, which runs the real authority and
@@ -53,48 +83,75 @@ func (s *Store) Snapshot(ctx context.Context) ([]byte, error) {
 	if err := errors.Join(s.usable(), s.checkFiles()); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	all := make([][][]any, len(tables))
+	w := &s.sql.written
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for i, t := range tables {
-		// One SELECT per table, which SQLite runs as a read transaction of
-		// its own: no BEGIN and COMMIT around it, and none spanning two
-		// tables.
-		rows, err := s.sql.byText[selectAll(t.name)].QueryContext(ctx)
+		if w.valid && !w.dirty[i] {
+			continue
+		}
+		encoded, err := s.readTable(ctx, t.name, t.columns)
 		if err != nil {
 			return nil, fmt.Errorf("snapshot: %w", err)
 		}
-		for rows.Next() {
-			row := make([]any, t.columns)
-			dest := make([]any, t.columns)
-			for j := range row {
-				dest[j] = &row[j]
-			}
-			if err := rows.Scan(dest...); err != nil {
-				return nil, errors.Join(fmt.Errorf("snapshot: %w", err), rows.Close())
-			}
-			all[i] = append(all[i], row)
+		w.seen[i], w.dirty[i] = encoded, false
+	}
+	w.valid = true
+	return append(append([]byte("["), bytes.Join(w.seen[:], []byte(","))...), ']'), nil
+}
+
+// readTable encodes every row of one table, read by one SELECT, which
+// SQLite runs as a read transaction of its own: no BEGIN and COMMIT
+// around it, and none spanning two tables.
+func (s *Store) readTable(ctx context.Context, table string, columns int) ([]byte, error) {
+	rows, err := s.sql.byText[selectAll(table)].QueryContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all := [][]any{}
+	for rows.Next() {
+		row := make([]any, columns)
+		dest := make([]any, columns)
+		for j := range row {
+			dest[j] = &row[j]
 		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, fmt.Errorf("snapshot: %w", err)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, errors.Join(err, rows.Close())
 		}
+		all = append(all, row)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, err
 	}
 	return json.Marshal(all)
 }
 
 // Restore makes the tables hold exactly the rows of a Snapshot, each
-// table in a transaction of its own.
+// table in a transaction of its own; a table that already holds them is
+// left alone.
 func (s *Store) Restore(ctx context.Context, snapshot []byte) error {
-	var all [][][]any
-	dec := json.NewDecoder(bytes.NewReader(snapshot))
-	dec.UseNumber() // every number in these tables is an integer
-	if err := dec.Decode(&all); err != nil || len(all) != len(tables) {
+	var parts []json.RawMessage
+	if err := json.Unmarshal(snapshot, &parts); err != nil || len(parts) != len(tables) {
 		return fmt.Errorf("%w: restore: not a snapshot: %v", leases.ErrInvalidInput, err)
 	}
+	w := &s.sql.written
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for i, t := range tables {
+		if w.valid && !w.dirty[i] && bytes.Equal(w.seen[i], parts[i]) {
+			continue
+		}
+		var rows [][]any
+		dec := json.NewDecoder(bytes.NewReader(parts[i]))
+		dec.UseNumber() // every number in these tables is an integer
+		if err := dec.Decode(&rows); err != nil {
+			return fmt.Errorf("%w: restore: not a snapshot: %w", leases.ErrInvalidInput, err)
+		}
 		err := s.inTransaction(ctx, func(tx *sql.Tx) error {
-			if err := s.sql.exec(ctx, tx, deleteAll(t.name)); err != nil {
+			if _, err := tx.StmtContext(ctx, s.sql.byText[deleteAll(t.name)]).ExecContext(ctx); err != nil {
 				return err
 			}
-			for _, row := range all[i] {
+			for _, row := range rows {
 				for j, cell := range row {
 					if n, ok := cell.(json.Number); ok {
 						var err error
@@ -103,15 +160,17 @@ func (s *Store) Restore(ctx context.Context, snapshot []byte) error {
 						}
 					}
 				}
-				if err := s.sql.exec(ctx, tx, insertRow(t.name, t.columns), row...); err != nil {
+				if _, err := tx.StmtContext(ctx, s.sql.byText[insertRow(t.name, t.columns)]).ExecContext(ctx, row...); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
 		if err != nil {
+			w.dirty[i] = true
 			return fmt.Errorf("restore %s: %w", t.name, err)
 		}
+		w.seen[i], w.dirty[i] = append([]byte(nil), parts[i]...), false
 	}
 	return nil
 }

@@ -41,6 +41,9 @@ const (
 // again for each operation cost about as much as running it.
 type prepared struct {
 	byText map[string]*sql.Stmt
+	// written tracks which tables a statement may have written to since
+	// the last snapshot read them (see snapshot.go).
+	written written
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*prepared, error) {
@@ -61,6 +64,7 @@ func prepare(ctx context.Context, db *sql.DB) (*prepared, error) {
 
 // exec runs a prepared statement inside tx, on tx's connection.
 func (p *prepared) exec(ctx context.Context, tx *sql.Tx, text string, args ...any) error {
+	p.written.mark(text)
 	_, err := tx.StmtContext(ctx, p.byText[text]).ExecContext(ctx, args...)
 	return err
 }
