@@ -160,6 +160,7 @@ func (g *generator) drops(list []ast.Stmt) {
 	}
 }
 
+// allBlank reports whether every expression is the blank identifier.
 func allBlank(exprs []ast.Expr) bool {
 	for _, e := range exprs {
 		if id, ok := e.(*ast.Ident); !ok || id.Name != "_" {
@@ -192,6 +193,7 @@ func (g *generator) ifStmt(s *ast.IfStmt) {
 	}
 }
 
+// isErrCheck reports whether s is `if err != nil { ...; return ... }`.
 func isErrCheck(s *ast.IfStmt) bool {
 	be, ok := s.Cond.(*ast.BinaryExpr)
 	if !ok || be.Op != token.NEQ || s.Else != nil || len(s.Body.List) == 0 {

@@ -31,23 +31,31 @@
 // '^(T1|...|T17)$' .`, the top-level tests of leases_test.go), and, if that
 // passes, the suite command (`go test -count=1 -vet=off ./...`). Vet is off
 // so that a kill is always a test's (go test's vet would reject, say, a
-// swapped && as a "suspect or"). A test that fails is rerun once on its
-// own (a -run flag appended): if it then passes, the failure was load,
-// not the mutant, and the report calls the test flaky instead of counting
-// a kill. At most -j mutants (default 2, never more than the CPUs) run at
-// once, as each starts worker processes of its own. Each command gets five times the
+// swapped && as a "suspect or"). Each command gets five times the
 // unmutated run's time plus 30 s (measured first; -timeout overrides it);
 // a mutant that makes a test hang past that is killed, and the report
-// says "timeout". Every command runs in a process group of its own, with
-// TMPDIR and GOTMPDIR in the sweep's temporary directory, and the group is
-// killed when the command ends, so no worker process outlives it.
+// says "timeout". A failure is confirmed before it counts: the failing
+// tests are rerun on their own (a -run flag appended), or the whole
+// command after a timeout, and if that passes the failure was the load
+// of the machine, not the mutant: the report calls it flaky and goes on.
+// At most -j mutants run at once (default 2, never more than the CPUs),
+// as each starts worker processes of its own. Every command runs in a
+// process group of its own, with TMPDIR and GOTMPDIR in the sweep's
+// temporary directory, and the group is killed when the command ends, so
+// no worker process outlives it.
+//
+// With -overlay, every run also gets the files of a go -overlay file: a
+// proposed test can be tried against the mutants it should kill (say,
+// -only 326 -overlay add.json -contract "go test -count=1 -run ^TestNew$ .")
+// without touching the working tree. The unmutated run must pass it.
 //
 // The report (-o) lists the tested mutants in file and line order: id,
 // place, operator, status (killed-contract, killed-suite, survived,
 // not-compiled) with the failing tests, then the changed line before (-)
 // and after (+). It ends with a table per file and a summary line, which
 // is also printed. Ids number every mutant of the given files in file and
-// offset order, so they stay the same while the code does; the report
+// offset order, so they stay the same while the code and the arguments
+// do; the report
 // holds no times, so two sweeps of the same code and sample compare with
 // diff (but for a flaky test).
 package main
@@ -55,6 +63,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -70,7 +79,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -85,6 +93,7 @@ func main() {
 	}
 }
 
+// sweep is the command; its error is the exit status's reason.
 func sweep() error {
 	out := flag.String("o", "mutants-report.txt", "write the report to `FILE`")
 	sample := flag.Int("n", 350, "test a random sample of `N` mutants")
@@ -97,6 +106,7 @@ func sweep() error {
 	suite := flag.String("suite", "go test -count=1 -vet=off ./...", "the `COMMAND` for mutants that survive the contract; empty: none")
 	timeout := flag.Duration("timeout", 0, "each command's limit per mutant (default: 5x the unmutated run + 30s)")
 	list := flag.Bool("list", false, "list the mutants and exit")
+	extra := flag.String("overlay", "", "also put in place, in every run, the files of this go -overlay `FILE` (say, a proposed test)")
 	verbose := flag.Bool("v", false, "print every command's output")
 	flag.Parse()
 
@@ -129,18 +139,10 @@ func sweep() error {
 		return nil
 	}
 
-	var stages []stage
-	contractArgs := strings.Fields(*contract)
-	if len(contractArgs) == 0 {
-		if contractArgs, err = contractCommand(root, *contractFile); err != nil {
-			return err
-		}
+	stages, err := stagesOf(root, *contract, *contractFile, *suite)
+	if err != nil {
+		return err
 	}
-	stages = append(stages, stage{args: contractArgs, kills: killedByContract})
-	if suiteArgs := strings.Fields(*suite); len(suiteArgs) > 0 {
-		stages = append(stages, stage{args: suiteArgs, kills: killedBySuite})
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	scratch, err := os.MkdirTemp("", "mutants-")
@@ -149,48 +151,53 @@ func sweep() error {
 	}
 	defer os.RemoveAll(scratch)
 	r := &runner{root: root, scratch: scratch, verbose: *verbose}
+	if *extra != "" {
+		if r.extra, err = readOverlay(*extra); err != nil {
+			return err
+		}
+	}
 	if err := limits(ctx, r, stages, *timeout); err != nil {
 		return err
 	}
 
 	start := time.Now()
-	var mu sync.Mutex
-	done := 0
-	queue := make(chan *mutant)
-	var wg sync.WaitGroup
-	for range min(max(1, *jobs), runtime.NumCPU()) {
-		wg.Go(func() {
-			for m := range queue {
-				began := time.Now()
-				r.test(ctx, m, sources[m.File], stages)
-				mu.Lock()
-				done++
-				elapsed := time.Since(start)
-				left := elapsed / time.Duration(done) * time.Duration(len(chosen)-done)
-				fmt.Fprintf(os.Stderr, "[%d/%d] %d %s:%d %s: %s %s (%v; %v so far, about %v left)\n", done, len(chosen), m.ID, m.File, m.Line,
-					m.Op, m.Status, m.Detail, time.Since(began).Round(time.Second), elapsed.Round(time.Second), left.Round(time.Minute))
-				mu.Unlock()
-			}
-		})
-	}
-	for _, m := range chosen {
-		m.Status = notRun
-	}
-	for _, m := range chosen {
-		if ctx.Err() != nil {
-			break
-		}
-		queue <- m
-	}
-	close(queue)
-	wg.Wait()
-
+	r.testAll(ctx, chosen, sources, stages, min(max(1, *jobs), runtime.NumCPU()))
 	summary, err := writeReport(*out, len(mutants), chosen, sources, how, targets, stages)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("%s (%v)\nreport: %s\n", summary, time.Since(start).Round(time.Second), *out)
 	return ctx.Err()
+}
+
+// stagesOf builds the contract stage (by default the top-level tests of
+// contractFile) and, unless suite is empty, the suite stage.
+func stagesOf(root, contract, contractFile, suite string) ([]stage, error) {
+	contractArgs := strings.Fields(contract)
+	if len(contractArgs) == 0 {
+		var err error
+		if contractArgs, err = contractCommand(root, contractFile); err != nil {
+			return nil, err
+		}
+	}
+	stages := []stage{{args: contractArgs, kills: killedByContract}}
+	if suiteArgs := strings.Fields(suite); len(suiteArgs) > 0 {
+		stages = append(stages, stage{args: suiteArgs, kills: killedBySuite})
+	}
+	return stages, nil
+}
+
+// readOverlay reads the Replace entries of a go -overlay file.
+func readOverlay(file string) (map[string]string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var spec struct{ Replace map[string]string }
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return nil, fmt.Errorf("-overlay %s: %w", file, err)
+	}
+	return spec.Replace, nil
 }
 
 // moduleRoot is the nearest directory upward that holds go.mod.
@@ -313,7 +320,7 @@ func limits(ctx context.Context, r *runner, stages []stage, fixed time.Duration)
 		if err != nil {
 			return err
 		}
-		res := r.run(ctx, dir, "", time.Hour, s.args)
+		res := r.run(ctx, dir, nil, time.Hour, s.args)
 		if err := errors.Join(ctx.Err(), os.RemoveAll(dir)); err != nil {
 			return err
 		}
@@ -325,57 +332,4 @@ func limits(ctx context.Context, r *runner, stages []stage, fixed time.Duration)
 			strings.Join(s.args, " "), res.took.Round(100*time.Millisecond), s.timeout.Round(time.Second))
 	}
 	return nil
-}
-
-// writeReport writes the report to path and returns its summary line.
-func writeReport(path string, generated int, chosen []*mutant, sources map[string]*sourceFile, how string, targets []string, stages []stage) (string, error) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# mutants of %s: %s\n", strings.Join(targets, " "), how)
-	for _, s := range stages {
-		fmt.Fprintf(&b, "# %s: %s\n", s.kills, strings.Join(s.args, " "))
-	}
-	count := map[string]int{}
-	perFile := map[string]map[string]int{}
-	var fileOrder []string
-	timeouts := 0
-	for _, m := range chosen {
-		before, after := m.lines(sources[m.File])
-		fmt.Fprintf(&b, "\n%d %s:%d:%d %s %s", m.ID, m.File, m.Line, m.Col, m.Op, m.Status)
-		if m.Detail != "" {
-			fmt.Fprintf(&b, " (%s)", m.Detail)
-		}
-		fmt.Fprintf(&b, "\n\t- %s\n\t+ %s\n", before, after)
-		count[m.Status]++
-		if m.Detail == "timeout" {
-			timeouts++
-		}
-		if perFile[m.File] == nil {
-			perFile[m.File] = map[string]int{}
-			fileOrder = append(fileOrder, m.File)
-		}
-		perFile[m.File][m.Status]++
-	}
-	fmt.Fprintf(&b, "\n%-45s %8s %8s %8s %8s\n", "file", "compiled", "contract", "suite", "survived")
-	for _, name := range fileOrder {
-		c := perFile[name]
-		fmt.Fprintf(&b, "%-45s %8d %8d %8d %8d\n", name,
-			c[killedByContract]+c[killedBySuite]+c[survived], c[killedByContract], c[killedBySuite], c[survived])
-	}
-	compiled := count[killedByContract] + count[killedBySuite] + count[survived]
-	summary := fmt.Sprintf("generated %d, tested %d: %d did not compile, %d compiled; killed by the contract %d (%.1f%%), "+
-		"by the rest of the suite %d, survived %d; %d kills were timeouts",
-		generated, len(chosen), count[notCompiled], compiled, count[killedByContract], percent(count[killedByContract], compiled),
-		count[killedBySuite], count[survived], timeouts)
-	if count[notRun] > 0 {
-		summary += fmt.Sprintf("; %d not run (interrupted)", count[notRun])
-	}
-	fmt.Fprintf(&b, "\n%s\n", summary)
-	return summary, os.WriteFile(path, []byte(b.String()), 0o644)
-}
-
-func percent(n, of int) float64 {
-	if of == 0 {
-		return 0
-	}
-	return 100 * float64(n) / float64(of)
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -13,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -31,7 +34,8 @@ const (
 // orphaned test processes can be found and ended.
 type runner struct {
 	root    string
-	scratch string // the sweep's temporary directory
+	scratch string            // the sweep's temporary directory
+	extra   map[string]string // overlay entries every run gets (-overlay)
 	verbose bool
 }
 
@@ -44,11 +48,12 @@ type result struct {
 	took         time.Duration
 }
 
-// run runs args with the files of overlay (a go command -overlay file, or
-// "" for none) in place, and kills it with all its descendants after
-// timeout. A test that hangs is a test that failed: a mutant that makes it
-// hang is killed, and the result says so.
-func (r *runner) run(ctx context.Context, dir, overlay string, timeout time.Duration, args []string) result {
+// run runs args in dir's temporary directories, with the files of
+// replace (a path in the module and the file to read in its place) and of
+// r.extra put in place through an -overlay file, and kills it with all
+// its descendants after timeout. A test that hangs is a test that failed:
+// a mutant that makes it hang is killed, and the result says so.
+func (r *runner) run(ctx context.Context, dir string, replace map[string]string, timeout time.Duration, args []string) result {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(tctx, args[0], args[1:]...)
@@ -60,7 +65,12 @@ func (r *runner) run(ctx context.Context, dir, overlay string, timeout time.Dura
 		}
 	}
 	goflags := os.Getenv("GOFLAGS")
-	if overlay != "" {
+	if all := merge(r.extra, replace); len(all) > 0 {
+		overlay := filepath.Join(dir, "overlay.json")
+		spec, _ := json.Marshal(map[string]map[string]string{"Replace": all})
+		if err := os.WriteFile(overlay, spec, 0o644); err != nil {
+			return result{failed: err.Error()}
+		}
 		goflags = strings.TrimSpace(goflags + " -overlay=" + overlay)
 	}
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "GOTMPDIR="+gotmp, "GOFLAGS="+goflags)
@@ -89,7 +99,7 @@ func (r *runner) run(ctx context.Context, dir, overlay string, timeout time.Dura
 
 var (
 	failLine  = regexp.MustCompile(`(?m)^--- FAIL: (\S+)`)
-	panicLine = regexp.MustCompile(`(?m)^panic: .*`)
+	panicLine = regexp.MustCompile(`(?m)^(panic|fatal error): .*`)
 )
 
 // failures returns the top-level tests that failed and a one-line
@@ -111,6 +121,43 @@ func failures(out []byte) ([]string, string) {
 	return nil, lines[len(lines)-1]
 }
 
+// testAll tests the mutants, jobs at a time, printing each verdict as it
+// comes; those it has not started when ctx ends stay not-run.
+func (r *runner) testAll(ctx context.Context, chosen []*mutant, sources map[string]*sourceFile, stages []stage, jobs int) {
+	for _, m := range chosen {
+		m.Status = notRun
+	}
+	start := time.Now()
+	var mu sync.Mutex
+	done := 0
+	queue := make(chan *mutant)
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Go(func() {
+			for m := range queue {
+				began := time.Now()
+				r.test(ctx, m, sources[m.File], stages)
+				mu.Lock()
+				done++
+				elapsed := time.Since(start)
+				left := elapsed / time.Duration(done) * time.Duration(len(chosen)-done)
+				fmt.Fprintf(os.Stderr, "[%d/%d] %d %s:%d %s: %s %s (%v; %v so far, about %v left)\n",
+					done, len(chosen), m.ID, m.File, m.Line, m.Op, m.Status, m.Detail,
+					time.Since(began).Round(time.Second), elapsed.Round(time.Second), left.Round(time.Minute))
+				mu.Unlock()
+			}
+		})
+	}
+	for _, m := range chosen {
+		if ctx.Err() != nil {
+			break
+		}
+		queue <- m
+	}
+	close(queue)
+	wg.Wait()
+}
+
 // stage is one test command of the sweep and its per-mutant time limit.
 type stage struct {
 	args    []string
@@ -129,16 +176,13 @@ func (r *runner) test(ctx context.Context, m *mutant, f *sourceFile, stages []st
 	}
 	defer os.RemoveAll(dir)
 	mutated := filepath.Join(dir, path.Base(m.File))
-	overlay := filepath.Join(dir, "overlay.json")
-	spec, _ := json.Marshal(map[string]map[string]string{
-		"Replace": {filepath.Join(r.root, filepath.FromSlash(m.File)): mutated},
-	})
-	if err := errors.Join(os.WriteFile(mutated, m.apply(f), 0o644), os.WriteFile(overlay, spec, 0o644)); err != nil {
+	if err := os.WriteFile(mutated, m.apply(f), 0o644); err != nil {
 		m.Status, m.Detail = notRun, err.Error()
 		return
 	}
+	replace := map[string]string{filepath.Join(r.root, filepath.FromSlash(m.File)): mutated}
 	build := []string{"go", "build", "./" + path.Dir(m.File)}
-	if res := r.run(ctx, dir, overlay, 10*time.Minute, build); !res.ok {
+	if res := r.run(ctx, dir, replace, 10*time.Minute, build); !res.ok {
 		// The compiler names the overlay's copy; the report names the file.
 		m.Status, m.Detail = notCompiled, strings.ReplaceAll(res.failed, mutated, m.File)
 		return
@@ -146,10 +190,10 @@ func (r *runner) test(ctx context.Context, m *mutant, f *sourceFile, stages []st
 	status, detail := survived, ""
 	var flaky []string
 	for _, s := range stages {
-		res := r.run(ctx, dir, overlay, s.timeout, s.args)
-		if !res.ok && !res.timedOut && r.passesAgain(ctx, dir, overlay, s, res.tests) {
-			flaky = append(flaky, res.failed)
-			res.ok = true
+		res := r.run(ctx, dir, replace, s.timeout, s.args)
+		if !res.ok && r.passesAgain(ctx, dir, replace, s, res) {
+			flaky = append(flaky, cmp.Or(res.failed, "timeout"))
+			res.ok, res.timedOut = true, false
 		}
 		if ctx.Err() != nil {
 			m.Status, m.Detail = notRun, "interrupted"
@@ -170,15 +214,29 @@ func (r *runner) test(ctx context.Context, m *mutant, f *sourceFile, stages []st
 	m.Status, m.Detail = status, detail
 }
 
-// passesAgain reruns only the tests that failed in stage s (appending a
-// -run flag, which overrides an earlier one, to a go test command) and
-// reports whether they pass this time. A test that fails under the load of
-// two mutants at once but then passes did not kill the mutant; the report
-// says it was flaky.
-func (r *runner) passesAgain(ctx context.Context, dir, overlay string, s stage, tests []string) bool {
-	if len(tests) == 0 || len(s.args) < 2 || s.args[0] != "go" || s.args[1] != "test" {
-		return false
+// passesAgain reruns what failed in stage s and reports whether it passes
+// this time: only the tests that failed (a -run flag appended to a go
+// test command overrides an earlier one), or the whole stage after a
+// timeout. A test that fails under the load of two mutants at once (and
+// whatever else the machine runs) but then passes did not kill the
+// mutant; the report says it was flaky.
+func (r *runner) passesAgain(ctx context.Context, dir string, replace map[string]string, s stage, failed result) bool {
+	again := s.args
+	if !failed.timedOut {
+		if len(failed.tests) == 0 || len(s.args) < 2 || s.args[0] != "go" || s.args[1] != "test" {
+			return false
+		}
+		again = append(slices.Clip(s.args), "-run", "^("+strings.Join(failed.tests, "|")+")$")
 	}
-	again := append(slices.Clip(s.args), "-run", "^("+strings.Join(tests, "|")+")$")
-	return r.run(ctx, dir, overlay, s.timeout, again).ok && ctx.Err() == nil
+	return r.run(ctx, dir, replace, s.timeout, again).ok && ctx.Err() == nil
+}
+
+// merge returns a copy of a with b's entries added.
+func merge(a, b map[string]string) map[string]string {
+	all := maps.Clone(a)
+	if all == nil {
+		all = map[string]string{}
+	}
+	maps.Copy(all, b)
+	return all
 }
