@@ -100,6 +100,8 @@ func (r *runner) run(ctx context.Context, dir string, replace map[string]string,
 var (
 	failLine  = regexp.MustCompile(`(?m)^--- FAIL: (\S+)`)
 	panicLine = regexp.MustCompile(`(?m)^(panic|fatal error): .*`)
+	// testLine is what t.Error and t.Fatal print: file:line: message.
+	testLine = regexp.MustCompile(`(?m)^\s+(\S+_test\.go:\d+: .*)$`)
 )
 
 // failures returns the top-level tests that failed and a one-line
@@ -192,7 +194,12 @@ func (r *runner) test(ctx context.Context, m *mutant, f *sourceFile, stages []st
 	for _, s := range stages {
 		res := r.run(ctx, dir, replace, s.timeout, s.args)
 		if !res.ok && r.passesAgain(ctx, dir, replace, s, res) {
-			flaky = append(flaky, cmp.Or(res.failed, "timeout"))
+			// A flake is worth a look later, so keep what it said.
+			said := ""
+			if m := testLine.FindSubmatch(res.output); m != nil {
+				said = fmt.Sprintf(" (%s)", m[1])
+			}
+			flaky = append(flaky, cmp.Or(res.failed, "timeout")+said)
 			res.ok, res.timedOut = true, false
 		}
 		if ctx.Err() != nil {
