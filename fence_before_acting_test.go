@@ -1,7 +1,7 @@
 package leases_test
 
 // Beyond the seed: the fence-before-acting protocol that narrows the gap of
-// C7 (Observe's outcomes are a clause of the contract: TestObserveOutcomes).
+// C7 (Observe's outcomes are a clause of the contract: TestFencedReceiverOutcomes/observe).
 // Not among the contract's 17.
 
 import (

@@ -20,6 +20,7 @@ import (
 	"leases/internal/backend"
 	"leases/internal/command"
 	"leases/internal/contract"
+	"leases/internal/results"
 	"leases/internal/scenario"
 	"leases/internal/sqlitestore"
 	"leases/sqlite"
@@ -33,9 +34,11 @@ func TestEpochsIncreasePerResource(t *testing.T) {
 }
 
 // C2: a lease granted at t for d ticks is live at t+d-1 and expired at t+d
-// (contract.ExpiryBoundary, on SQLite).
+// (contract.ExpiryBoundary, on SQLite); a holder query draws the same line
+// (contract.HolderAnswersWhoHolds).
 func TestExpiryBoundary(t *testing.T) {
 	contract.ExpiryBoundary(t, sqliteBackend(t))
+	t.Run("holder", func(t *testing.T) { contract.HolderAnswersWhoHolds(t, sqliteBackend(t)) })
 }
 
 // Renewal extends the holder's live lease under the same epoch and grant
@@ -54,9 +57,13 @@ func TestReleaseNeverReusesEpoch(t *testing.T) {
 
 // C6: every outcome of the fenced receiver, with the stored record
 // unchanged on replay, conflict and stale, and another resource's record
-// left alone (contract.FencedReceiverOutcomes, on SQLite).
+// left alone (contract.FencedReceiverOutcomes, on SQLite); observe's
+// outcomes, and the guarded receiver's, which adds not-live
+// (contract.ObserveOutcomes, contract.GuardedReceiverOutcomes).
 func TestFencedReceiverOutcomes(t *testing.T) {
 	contract.FencedReceiverOutcomes(t, sqliteBackend(t))
+	t.Run("observe", func(t *testing.T) { contract.ObserveOutcomes(t, sqliteBackend(t)) })
+	t.Run("guarded", func(t *testing.T) { contract.GuardedReceiverOutcomes(t, sqliteBackend(t)) })
 }
 
 // C8 at the library level: without the comparison, whatever comes last
@@ -113,8 +120,8 @@ func TestAcquireIsOneImmediateTransaction(t *testing.T) {
 		granted, err = first.Acquire(ctx, "r", "A", 0, 3)
 		return err
 	})
-	if lease, err := other.Authority().Acquire(ctx, "r", "B", 0, 3); !isBusy(err) {
-		t.Errorf("acquire by another connection during A's transaction: %+v, %v; want SQLITE_BUSY", lease, err)
+	if lease, err := other.Authority().Acquire(ctx, "r", "B", 0, 3); !isBusy(err) || strings.Contains(err.Error(), "cancel") {
+		t.Errorf("acquire by another connection during A's transaction: %+v, %v; want SQLITE_BUSY, not a cancellation", lease, err)
 	}
 	if err := resume(); err != nil || granted.Epoch != 1 {
 		t.Fatalf("A's acquire: %+v, %v; want epoch 1", granted, err)
@@ -290,6 +297,9 @@ func TestCheckReportsTamperedFile(t *testing.T) {
 		{"a stale write turned into an accepted one",
 			func(s string) string { return strings.Replace(s, `"outcome": "stale"`, `"outcome": "accepted"`, 1) },
 			`.outcome: expected "accepted", got "stale"`},
+		{"a string turned into an array",
+			func(s string) string { return strings.Replace(s, `"schema": "`+results.Schema+`"`, `"schema": []`, 1) },
+			`at $.schema: expected an array of 0 elements, got "` + results.Schema + `"`},
 		{"the same meaning in other bytes",
 			func(s string) string { return strings.ReplaceAll(s, "  ", "\t") },
 			"means the same"},
@@ -325,7 +335,7 @@ func TestCommandRejectsBadUsageAndFiles(t *testing.T) {
 		{"stray argument", []string{"results.json"}, "unexpected argument"},
 		{"non-positive timeout", []string{"--timeout", "0s"}, "--timeout must be positive"},
 		{"missing --check file", []string{"--check", filepath.Join(dir, "absent.json")}, "cannot read --check file"},
-		{"empty --check file", []string{"--check", write("empty.json", "")}, "not valid JSON"},
+		{"empty --check file", []string{"--check", write("empty.json", "")}, "not valid JSON: unexpected end of JSON input"},
 		{"truncated --check file", []string{"--check", write("truncated.json", string(valid[:len(valid)/2]))}, "not valid JSON"},
 		{"not JSON at all", []string{"--check", write("text.json", "hello\n")}, "not valid JSON"},
 		{"two documents", []string{"--check", write("two.json", "{}\n{}\n")}, "not valid JSON"},

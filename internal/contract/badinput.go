@@ -14,6 +14,30 @@ import (
 // one line and changes nothing.
 func BadInputChangesNothing(t *testing.T, b Backend) {
 	RefuseEach(t, b, BadInputCalls(b, BadInputSetup(t, b)), math.MaxInt)
+	t.Run("the limits are exact", func(t *testing.T) { LimitsAreExact(t, b) })
+}
+
+// LimitsAreExact: the documented limits, 256 bytes for a name and 64 KiB
+// for a value, are accepted up to the last byte; one byte more is bad
+// input (refused by BadInputCalls). The limits are pinned by value, as
+// users size their names and values by the documented figures.
+func LimitsAreExact(t *testing.T, b Backend) {
+	if leases.MaxNameBytes != 256 || leases.MaxValueBytes != 65536 {
+		t.Fatalf("limits %d and %d bytes; the documented ones are 256 and 65536", leases.MaxNameBytes, leases.MaxValueBytes)
+	}
+	ctx := context.Background()
+	name, holder := strings.Repeat("n", leases.MaxNameBytes), strings.Repeat("h", leases.MaxNameBytes)
+	l, err := b.Authority.Acquire(ctx, name, holder, 20, 1)
+	if err != nil || l.Resource != name || l.Holder != holder {
+		t.Fatalf("acquire with names of exactly %d bytes: %+v, %v", leases.MaxNameBytes, l, err)
+	}
+	value := strings.Repeat("v", leases.MaxValueBytes)
+	if got := MustWrite(t, b.Fenced, name, l.Epoch, value); got.Outcome != leases.Accepted || got.Record != Written(l.Epoch, value) {
+		t.Fatalf("a value of exactly %d bytes: outcome %s", leases.MaxValueBytes, got.Outcome)
+	}
+	if got, err := b.Guarded.Write(ctx, l, 20, value); err != nil || got.Outcome != leases.Accepted {
+		t.Fatalf("a guarded value of exactly %d bytes: %v, %v", leases.MaxValueBytes, got.Outcome, err)
+	}
 }
 
 // BadCall is one call that must be refused as invalid input.
@@ -83,6 +107,9 @@ func BadInputCalls(b Backend, held leases.Lease) []BadCall {
 			return err
 		}},
 		{"guarded read: NUL in a name", func() error { _, _, err := b.Guarded.Read(ctx, "r\x00"); return err }},
+		{"guarded read: empty resource", func() error { _, _, err := b.Guarded.Read(ctx, ""); return err }},
+		{"holder: empty resource", func() error { _, _, err := b.Authority.Holder(ctx, "", 6); return err }},
+		{"holder: negative tick", func() error { _, _, err := b.Authority.Holder(ctx, "r", -1); return err }},
 	}
 }
 

@@ -35,8 +35,8 @@ func FencedReceiverOutcomes(t *testing.T, b Backend) {
 			}
 			before := b.State(t)
 			got := MustWrite(t, b.Fenced, tc.resource, tc.epoch, tc.value)
-			if got.Outcome != tc.want {
-				t.Fatalf("outcome %s, want %s", got.Outcome, tc.want)
+			if got.Outcome != tc.want || got.Outcome.Stored() != (tc.want == leases.Accepted) {
+				t.Fatalf("outcome %s (stored %v), want %s", got.Outcome, got.Outcome.Stored(), tc.want)
 			}
 			want := stored
 			if tc.want == leases.Accepted {
@@ -164,7 +164,7 @@ func GuardedReceiverOutcomes(t *testing.T, b Backend) {
 			if !errors.Is(err, s.wantErr) {
 				t.Fatalf("%s: %+v, %v; want %v", s.name, got, err, s.wantErr)
 			}
-		} else if err != nil || got.Outcome != s.want || got.Record != s.record {
+		} else if err != nil || got.Outcome != s.want || got.Record != s.record || got.Outcome.Stored() != (s.want == leases.Accepted) {
 			t.Fatalf("%s: %+v, %v; want %s with %+v", s.name, got, err, s.want, s.record)
 		}
 		if after := b.State(t); s.want != leases.Accepted && after != before {
@@ -191,6 +191,9 @@ func GuardedReceiverOutcomes(t *testing.T, b Backend) {
 	}
 	if got, found, err := b.Guarded.Read(ctx, "r"); err != nil || !found || got != Written(2, "b1") {
 		t.Fatalf("guarded record %+v (found %v), %v; want B's epoch-2 value", got, found, err)
+	}
+	if _, found, err := b.Guarded.Read(ctx, "never-leased"); err != nil || found {
+		t.Fatalf("guarded read of a resource never written: found %v, %v", found, err)
 	}
 	// The guarded records are apart from the fenced receiver's.
 	if _, found, err := b.Fenced.Read(ctx, "r"); err != nil || found {

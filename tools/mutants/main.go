@@ -9,12 +9,12 @@
 //	go run ./tools/mutants -all -o all.txt  # every mutant
 //	go run ./tools/mutants -list            # only list what it would test
 //	go run ./tools/mutants -only 17,42 -v   # rerun mutants 17 and 42, with test output
-//	go run ./tools/mutants ./internal/rules ./internal/experiment/compare.go
+//	go run ./tools/mutants ./internal/rules ./internal/results/compare.go
 //
 // Arguments are package directories (every non-test .go file that builds)
 // or file globs; by default the root package, internal/rules,
-// internal/sqlitestore, and internal/experiment's comparison, verdict and
-// explorer files. The operators: cmp-boundary (< and <=, > and >=
+// internal/sqlitestore, the comparison of results files, the scenarios'
+// verdicts and the explorer. The operators: cmp-boundary (< and <=, > and >=
 // swapped), cmp-negate (a comparison flipped), and-or (&& and || swapped),
 // if-negate (an if condition that is not a comparison negated),
 // plus-minus-one (+ 1 and - 1 swapped), const-inc and const-dec (an
@@ -84,7 +84,7 @@ import (
 )
 
 var defaultTargets = []string{".", "./internal/rules", "./internal/sqlitestore",
-	"./internal/experiment/compare.go", "./internal/experiment/verdicts.go", "./internal/experiment/explore*.go"}
+	"./internal/results/compare.go", "./internal/scenario/verdicts.go", "./internal/explore"}
 
 func main() {
 	if err := sweep(); err != nil {
