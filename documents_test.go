@@ -102,3 +102,40 @@ func TestReadmeCountsTheContractTests(t *testing.T) {
 		t.Fatalf("leases_test.go has %d top-level tests; the contract has 17, and the README must say so", n)
 	}
 }
+
+// The layout in docs/contract.md names every package of the repository,
+// in every module: a package added or moved without it fails here.
+func TestLayoutNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("docs/contract.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, _ := strings.Cut(string(doc), "## Layout\n")
+	tree, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(after), "```"), "```")
+	named := map[string]bool{}
+	for _, line := range strings.Split(tree, "\n") {
+		// A line is "├── name/   what it holds", indented by its depth.
+		if field := strings.Fields(strings.TrimLeft(line, "│├└─ ")); len(field) > 0 {
+			named[field[0]] = true
+		}
+	}
+	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || path == "." {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "docs" {
+			return filepath.SkipDir
+		}
+		sources, err := filepath.Glob(filepath.Join(path, "*.go"))
+		if err != nil || len(sources) == 0 {
+			return err
+		}
+		if !named[d.Name()+"/"] && !named[filepath.ToSlash(path)+"/"] {
+			t.Errorf("package %s is not in the layout of docs/contract.md", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
