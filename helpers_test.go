@@ -257,6 +257,9 @@ var (
 	commandDir   string
 	commandPath  string
 	commandBuild error
+	// packageDir is where go test started the tests, before any test's
+	// t.Chdir: the build runs there, whichever test asks first.
+	packageDir, packageDirErr = os.Getwd()
 )
 
 // builtCommand builds ./cmd/run-experiment, a module of its own that the
@@ -270,6 +273,11 @@ func builtCommand(t *testing.T) string {
 		}
 		commandPath = filepath.Join(commandDir, "run-experiment")
 		build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", commandPath, "./cmd/run-experiment")
+		build.Dir = packageDir
+		if packageDirErr != nil {
+			commandBuild = packageDirErr
+			return
+		}
 		if out, err := build.CombinedOutput(); err != nil {
 			commandBuild = fmt.Errorf("go build ./cmd/run-experiment: %w\n%s", err, out)
 		}

@@ -109,4 +109,30 @@ func TestCommandOutputOntoSpecialFiles(t *testing.T) {
 			t.Fatalf("%d files beside the link and its target, want none: %v", len(entries)-2, entries)
 		}
 	})
+
+	t.Run("--diagrams never replaces a FIFO or a link", func(t *testing.T) {
+		first := t.TempDir()
+		if code, _, stderr := runCommand(t, append(smallBounds, "--output", "-", "--diagrams", first)...); code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+		}
+		names, err := filepath.Glob(filepath.Join(first, "*"))
+		if err != nil || len(names) < 2 {
+			t.Fatalf("%d diagrams written (%v)", len(names), err)
+		}
+		dir := t.TempDir()
+		fifo, link := filepath.Join(dir, filepath.Base(names[0])), filepath.Join(dir, filepath.Base(names[1]))
+		if err := errors.Join(syscall.Mkfifo(fifo, 0o600), os.Symlink(names[1], link)); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runCommand(t, append(smallBounds, "--output", "-", "--diagrams", dir)...)
+		if code == 0 {
+			t.Fatalf("exit 0 writing diagrams over a FIFO and a link; stderr:\n%s", stderr)
+		}
+		if info, err := os.Lstat(fifo); err != nil || info.Mode().Type() != os.ModeNamedPipe {
+			t.Errorf("the FIFO became %v (%v)", info.Mode().Type(), err)
+		}
+		if to, err := os.Readlink(link); err != nil || to != names[1] {
+			t.Errorf("the link leads to %q (%v)", to, err)
+		}
+	})
 }

@@ -106,8 +106,14 @@ func writeInPlace(path string, data []byte) error {
 }
 
 // writeFileAtomically replaces the regular file path only once the whole
-// content is on disk, so an interrupted run never leaves half a file.
+// content is on disk, so an interrupted run never leaves half a file. It
+// never renames over anything but a regular file: a device, FIFO,
+// directory or symbolic link found at path, just before the rename, is
+// refused and left as it was.
 func writeFileAtomically(path string, data []byte) error {
+	if err := refuseIrregular(path); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
@@ -118,10 +124,29 @@ func writeFileAtomically(path string, data []byte) error {
 	}
 	err = errors.Join(err, tmp.Chmod(0o644), tmp.Close())
 	if err == nil {
+		err = refuseIrregular(path)
+	}
+	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
 		return errors.Join(err, os.Remove(tmp.Name()))
+	}
+	return nil
+}
+
+// refuseIrregular fails unless path is missing or a regular file (not
+// followed if it is a link).
+func refuseIrregular(path string) error {
+	info, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s); it is never replaced", path, info.Mode().Type())
 	}
 	return nil
 }
