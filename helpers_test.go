@@ -103,14 +103,23 @@ func written(epoch int64, value string) leases.Record {
 	return leases.Record{Epoch: epoch, ValueEpoch: epoch, Value: value}
 }
 
+// openFileDirectly opens the store's file with the driver alone, as the
+// store does: one connection, immediate transactions, a busy timeout.
+func openFileDirectly(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", fmt.Sprintf("%s?_txlock=immediate&_pragma=busy_timeout(%d)", path, sqlite.DefaultBusyTimeout.Milliseconds()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	return db
+}
+
 // dumpTables renders every row of every table, through a connection of its
 // own, so a test can show that an operation changed nothing.
 func dumpTables(t *testing.T, path string) string {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openFileDirectly(t, path)
 	defer db.Close()
 	var out strings.Builder
 	for _, query := range []string{

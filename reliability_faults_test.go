@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -168,7 +169,7 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 	if err := allGone.SetReadDeadline(deadline); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := allGone.Read(make([]byte, 1)); n != 0 || !errors.Is(err, os.ErrClosed) && err.Error() != "EOF" {
+	if n, err := allGone.Read(make([]byte, 1)); n != 0 || !errors.Is(err, os.ErrClosed) && !errors.Is(err, io.EOF) {
 		t.Fatalf("waiting for the workers to exit: %d bytes, %v", n, err)
 	}
 	// Closing its files is one of the last things an exiting process does,

@@ -437,10 +437,7 @@ func readFinalRows(t *testing.T, ctx context.Context, path string) pkFinal {
 	if final.integrity, err = store.IntegrityCheck(ctx); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openFileDirectly(t, path)
 	defer db.Close()
 	rows, err := db.QueryContext(ctx, `SELECT resource, epoch, holder, granted_at, expires_at, last_tick FROM authority_leases`)
 	if err != nil {

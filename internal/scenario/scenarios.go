@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"leases/internal/worker"
 	"slices"
 
 	"leases"
@@ -25,7 +26,7 @@ func (d Def) RunsOn(name string) bool {
 }
 
 // Guarded names the guarded receiver where a scenario names its receiver.
-const Guarded leases.Mode = "guarded"
+const Guarded = worker.GuardedReceiver
 
 // Scenario names, as they appear in results.json.
 const (

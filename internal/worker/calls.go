@@ -57,8 +57,8 @@ func (w *Worker) writeResult(got reply, err error, what string) (leases.WriteRes
 	return *got.Write, nil
 }
 
-// Read asks the worker to read the record of resource at a receiver in
-// mode, or at the guarded receiver when guarded is true.
+// Read asks the worker to read the record of resource at the receiver in
+// mode, or at the guarded receiver when mode is GuardedReceiver.
 func (w *Worker) Read(ctx context.Context, mode leases.Mode, resource string) (leases.Record, bool, error) {
 	got, err := w.call(ctx, request{Op: opRead, Resource: resource, Receiver: mode})
 	if err != nil {

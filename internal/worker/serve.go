@@ -130,7 +130,7 @@ func (w *worker) perform(ctx context.Context, req request) reply {
 		var record leases.Record
 		var found bool
 		var err error
-		if req.Receiver == "guarded" {
+		if req.Receiver == GuardedReceiver {
 			record, found, err = w.store.Guarded().Read(ctx, req.Resource)
 		} else {
 			record, found, err = w.store.Receiver(req.Receiver).Read(ctx, req.Resource)
