@@ -1,10 +1,10 @@
 package scenario
 
 import (
-	"leases/internal/worker"
 	"slices"
 
 	"leases"
+	"leases/internal/worker"
 )
 
 // Def is one named schedule and the receiver it runs against.
