@@ -170,7 +170,8 @@ func (s *Session) Epoch() int64 { return s.Lease().Epoch }
 func (s *Session) Deadline() int64 { return s.Lease().ExpiresAt - s.opts.Margin }
 
 // Done is closed when the session ends: at the latest when its clock
-// reaches Deadline, or as soon as a renewal is refused, or on Close. A
+// reaches Deadline, or as soon as a renewal is refused or the store can
+// renew no more (ErrReopenRequired, ErrDatabaseMoved), or on Close. A
 // holder that waits for work selects on it. The goroutine that closes it
 // runs when it is scheduled, which after a pause of the whole process may
 // be later than the holder's own next step: before an action, call Check.
@@ -215,7 +216,8 @@ func (s *Session) Close(ctx context.Context) error {
 
 // renew is the background renewal: at RenewAfter ticks after each
 // confirmed grant or renewal it renews, and at Deadline it ends the
-// session. A refused renewal ends the session at once. A renewal that
+// session. A refused renewal ends the session at once, and so does a
+// store that must be reopened or whose file was moved. A renewal that
 // fails otherwise (the store is unreachable, or the outcome is unknown)
 // changes nothing the session relies on: the old deadline stands, and the
 // session tries again a tick later, until the deadline.
@@ -245,6 +247,11 @@ func (s *Session) renew(ctx context.Context) {
 			return
 		case rules.IsRefusal(err):
 			s.end(fmt.Errorf("%w: renewal refused: %w", ErrEnded, err))
+			return
+		case errors.Is(err, leases.ErrReopenRequired), errors.Is(err, leases.ErrDatabaseMoved):
+			// No later renewal through this store can succeed: trying
+			// every tick until the deadline would only spin.
+			s.end(fmt.Errorf("%w: the store can renew no more: %w", ErrEnded, err))
 			return
 		default:
 			next = now + 1

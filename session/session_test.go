@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -203,6 +204,50 @@ func TestWaitIsGrantedAtExpiryOrRelease(t *testing.T) {
 				t.Fatalf("B: %+v, %v; want epoch 2 granted at tick %d", r.s, r.err, want)
 			}
 			_ = r.s.Close(ctx)
+		})
+	}
+}
+
+// renewFails is an authority whose renewals fail with err: the store as a
+// session sees it after an unknown outcome (SQLite then refuses every call
+// until it is reopened) or once its file was moved.
+type renewFails struct {
+	leases.Authority
+	err error
+}
+
+func (a renewFails) Renew(context.Context, leases.Lease, int64, int64) (leases.Lease, error) {
+	return leases.Lease{}, a.err
+}
+
+// A store that can renew no more ends the session at its first failed
+// renewal, rather than being tried every tick until the deadline.
+func TestSessionEndsWhenTheStoreCanRenewNoMore(t *testing.T) {
+	for _, cause := range []error{leases.ErrReopenRequired, leases.ErrDatabaseMoved} {
+		t.Run(cause.Error(), func(t *testing.T) {
+			ctx := testctx.Context(t)
+			_, auth := newAuthority(t)
+			clk := clock.NewManual(0)
+			s, err := session.Start(ctx, renewFails{auth, fmt.Errorf("renew: %w", cause)}, clk, "r", "A", session.Options{TTL: 10, Margin: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close(context.Background()) })
+			advance(t, ctx, clk, 3, 1)
+			if err := s.Check(); err != nil {
+				t.Fatalf("before the first renewal: %v", err)
+			}
+			if err := clk.Advance(4); err != nil { // RenewAfter = (10-2)/2
+				t.Fatal(err)
+			}
+			select {
+			case <-s.Done():
+			case <-ctx.Done():
+				t.Fatal("Done still open after a renewal that can never succeed")
+			}
+			if err := s.Err(); !errors.Is(err, session.ErrEnded) || !errors.Is(err, cause) {
+				t.Fatalf("ended with %v; want ErrEnded and %v", err, cause)
+			}
 		})
 	}
 }
