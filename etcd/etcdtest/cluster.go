@@ -27,6 +27,7 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver"
 	"go.uber.org/zap"
 )
 
@@ -199,18 +200,17 @@ func (c *Cluster) newClient(ctx context.Context, endpoints []string) (*clientv3.
 func (c *Cluster) Leader(ctx context.Context) (int, error) {
 	for {
 		c.mu.Lock()
-		var watched *member
+		var server *etcdserver.EtcdServer // of the first running member
 		for _, m := range c.members {
 			if m.etcd != nil {
-				watched = m
+				server = m.etcd.Server
 				break
 			}
 		}
 		c.mu.Unlock()
-		if watched == nil {
+		if server == nil {
 			return -1, errors.New("etcdtest: no member is running")
 		}
-		server := watched.etcd.Server
 		// Take the notification before reading the leader, so that a
 		// change in between is not missed.
 		changed := server.LeaderChangedNotify()
@@ -274,13 +274,20 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 		return fmt.Errorf("etcdtest: restart %s: %w", c.members[i].name, err)
 	}
 	c.mu.Lock()
+	if c.closed { // Close ran meanwhile and could not see this member
+		c.mu.Unlock()
+		e.Server.HardStop()
+		e.Close()
+		return fmt.Errorf("etcdtest: restart %s: the cluster was closed", c.members[i].name)
+	}
 	c.members[i].etcd = e
 	c.mu.Unlock()
 	return ready(ctx, c.members[i])
 }
 
 // Close closes every client the cluster handed out, stops every member
-// (gracefully: this is the end of the test, not a fault) and gives up the
+// (halting every Raft first, then closing them side by side: at the end
+// of a test nothing needs a leadership transfer) and gives up the
 // reserved ports. Nothing the cluster started runs after Close returns.
 func (c *Cluster) Close() error {
 	c.mu.Lock()
