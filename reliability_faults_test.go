@@ -108,7 +108,8 @@ func TestHolderKilledBeforeWriting(t *testing.T) {
 }
 
 // The controller killed while its workers wait for commands: every worker
-// exits (its stdin reaches end-of-file), and none is left behind.
+// exits (its stdin reaches end-of-file, or, for one paused with SIGSTOP,
+// the parent-death signal kills it), and none is left behind.
 func TestControllerKilledLeavesNoWorker(t *testing.T) {
 	ctx := testContext(t)
 	path := tempDBPath(t)
@@ -161,6 +162,14 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 		}
 	})
 
+	// One worker is paused first: a stopped process cannot read the end of
+	// its input, and only the kernel's parent-death signal ends it. The
+	// stop is pending once kill returns, and a pending stop is taken
+	// before the worker runs another instruction, so it cannot see the
+	// end-of-file first.
+	if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 	if err := controller.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

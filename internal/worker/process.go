@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Worker is the controller's end of one worker: a child process of this
@@ -74,6 +75,11 @@ func start(ctx context.Context, name string, opts Options) (*Worker, error) {
 	w.cmd = exec.Command(exe)
 	w.cmd.Env = append(append(os.Environ(), opts.Env...), backendEnv+"="+opts.Backend, specEnv+"="+opts.Spec)
 	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = childIn, childOut, &w.stderr
+	// A worker exits when its input ends; one stopped with SIGSTOP cannot
+	// see that, so the kernel kills it when its controller dies. (The
+	// signal follows the thread that started the worker; Go ends a thread
+	// only when a goroutine locked to it exits, and nothing here locks one.)
+	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	err = w.cmd.Start()
 	// The child has its own copies now; the controller must drop its
 	// copies, or the child's stdout would never reach end-of-file.
