@@ -231,10 +231,17 @@ func TestWorkerProcesses(t *testing.T) {
 	t.Run("a hung run fails naming scenario and worker, and ends its workers", func(t *testing.T) {
 		var pids []int
 		var lock *sql.Tx
-		// A second bounds this deliberate hang; the controller needs a few
-		// ms (under -race, tens) before the worker starts.
-		ctx, cancel := context.WithTimeoutCause(testContext(t), time.Second, errors.New("run timed out after 1s, a bound for hung runs"))
-		defer cancel()
+		// The run's bound, which ends this deliberate hang, starts only
+		// once the worker has: however slow the machine, the run reaches
+		// the worker before it can time out.
+		ctx, cancel := context.WithCancelCause(testContext(t))
+		defer cancel(nil)
+		var bound *time.Timer
+		defer func() {
+			if bound != nil {
+				bound.Stop()
+			}
+		}()
 		_, err := scenario.RunByName(ctx, backend.SQLite{}, scenario.FencedReceiver, scenario.Options{
 			PlaceMade: func(_, path string) {
 				// Hold the write lock so the worker's first transaction waits.
@@ -248,7 +255,12 @@ func TestWorkerProcesses(t *testing.T) {
 				}
 				t.Cleanup(func() { _ = lock.Rollback() })
 			},
-			WorkerStarted: func(_, _ string, pid int) { pids = append(pids, pid) },
+			WorkerStarted: func(_, _ string, pid int) {
+				pids = append(pids, pid)
+				if bound == nil {
+					bound = time.AfterFunc(time.Second, func() { cancel(errors.New("run timed out after 1s, a bound for hung runs")) })
+				}
+			},
 		})
 		if err == nil || !strings.Contains(err.Error(), scenario.FencedReceiver) ||
 			!strings.Contains(err.Error(), "worker A") || !strings.Contains(err.Error(), "timed out") {

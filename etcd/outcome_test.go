@@ -3,8 +3,11 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases"
 	"leases/etcd"
@@ -30,6 +33,8 @@ func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	atCommit := &endAtCommit{KV: c.KV}
+	c.KV = atCommit
 	store := etcd.New(c, etcd.Options{})
 	a := store.Authority()
 	held, err := a.Acquire(ctx, "r", "A", 0, 100)
@@ -48,21 +53,30 @@ func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Without a quorum nothing completes: this bound is what ends each
-	// call, not a guess at how long a working call takes.
-	noQuorum := func() context.Context {
+	// Without a quorum nothing completes: each call is ended by its
+	// context. A read may be ended at any time, which is always before
+	// commit, so a short bound ends it. A transaction must be ended only
+	// once it was handed to etcd's client, so no timer decides that: its
+	// context ends the moment the store commits it.
+	readBound := func() context.Context {
 		ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		t.Cleanup(cancel)
 		return ctx
 	}
+	endedAtCommit := func() context.Context {
+		ctx, cancel := context.WithCancel(ctx)
+		t.Cleanup(cancel)
+		atCommit.end.Store(&cancel)
+		return ctx
+	}
 	readFirst := etcd.ReadFirst(etcd.New(c, etcd.Options{})).Authority()
-	if _, err := readFirst.Renew(noQuorum(), held, 1, 100); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, leases.ErrOutcomeUnknown) {
+	if _, err := readFirst.Renew(readBound(), held, 1, 100); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, leases.ErrOutcomeUnknown) {
 		t.Fatalf("renew whose read cannot complete: %v; want a failure before commit", err)
 	}
-	if _, err := a.Renew(noQuorum(), held, 1, 100); !errors.Is(err, leases.ErrOutcomeUnknown) {
+	if _, err := a.Renew(endedAtCommit(), held, 1, 100); !errors.Is(err, leases.ErrOutcomeUnknown) {
 		t.Fatalf("renew whose transaction was sent: %v; want ErrOutcomeUnknown", err)
 	}
-	wouldBe, err := a.Acquire(noQuorum(), "fresh", "A", 1, 10)
+	wouldBe, err := a.Acquire(endedAtCommit(), "fresh", "A", 1, 10)
 	if !errors.Is(err, leases.ErrOutcomeUnknown) || wouldBe != contract.LeaseOf("fresh", "A", 1, 1, 11) {
 		t.Fatalf("acquire whose transaction was sent: %+v, %v; want the would-be lease and ErrOutcomeUnknown", wouldBe, err)
 	}
@@ -82,4 +96,34 @@ func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 	if _, err := a.Renew(ctx, held, 2, 100); err != nil {
 		t.Fatalf("renew after the quorum came back: %v", err)
 	}
+}
+
+// endAtCommit is the client's KV, but a transaction's Commit first calls
+// the function in end, once, if one is set: a test ends the call's
+// context at the moment the transaction is handed to etcd's client.
+type endAtCommit struct {
+	clientv3.KV
+	end atomic.Pointer[context.CancelFunc]
+}
+
+func (k *endAtCommit) Txn(ctx context.Context) clientv3.Txn {
+	return &endingTxn{Txn: k.KV.Txn(ctx), kv: k}
+}
+
+type endingTxn struct {
+	clientv3.Txn
+	kv *endAtCommit
+}
+
+func (t *endingTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
+
+func (t *endingTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
+
+func (t *endingTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
+
+func (t *endingTxn) Commit() (*clientv3.TxnResponse, error) {
+	if end := t.kv.end.Swap(nil); end != nil {
+		(*end)()
+	}
+	return t.Txn.Commit()
 }
