@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"leases"
@@ -19,7 +20,7 @@ func (w *Worker) Name() string { return w.name }
 func (w *Worker) Acquire(ctx context.Context, resource string, tick, ttl int64) (leases.Lease, error) {
 	got, err := w.call(ctx, request{Op: opAcquire, Resource: resource, Holder: w.name, Tick: tick, TTL: ttl})
 	if err != nil {
-		return leases.Lease{}, err
+		return wouldBe(got, err), err
 	}
 	if got.Lease == nil {
 		return leases.Lease{}, refused(got.Refused)
@@ -74,7 +75,7 @@ func (w *Worker) Read(ctx context.Context, mode leases.Mode, resource string) (l
 func (w *Worker) Renew(ctx context.Context, held leases.Lease, tick, ttl int64) (leases.Lease, error) {
 	got, err := w.call(ctx, request{Op: opRenew, Lease: &held, Tick: tick, TTL: ttl})
 	if err != nil {
-		return leases.Lease{}, err
+		return wouldBe(got, err), err
 	}
 	if got.Lease == nil {
 		return leases.Lease{}, fmt.Errorf("worker %s sent no renewed lease", w.name)
@@ -132,4 +133,13 @@ var ErrPausedInsideTransaction = fmt.Errorf("paused inside a transaction")
 // the authority's own message, still matching leases.ErrLeaseHeld.
 func refused(message string) error {
 	return remoteError{msg: message, sentinels: []string{"lease-held"}}
+}
+
+// wouldBe is, as the authority gives it in the worker, the lease that a
+// call with an unknown outcome would have granted; none otherwise.
+func wouldBe(got reply, err error) leases.Lease {
+	if got.Lease != nil && errors.Is(err, leases.ErrOutcomeUnknown) {
+		return *got.Lease
+	}
+	return leases.Lease{}
 }

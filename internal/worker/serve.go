@@ -211,10 +211,16 @@ func (w *worker) endSession() {
 
 // leaseReply turns an authority's answer into a reply: a refusal because
 // the lease is held is an outcome, anything else that failed is an error.
+// An unknown outcome keeps the lease the call would have given: it may be
+// live now, and the controller must learn it.
 func leaseReply(lease *leases.Lease, err error) reply {
 	switch {
 	case errors.Is(err, leases.ErrLeaseHeld):
 		return reply{Refused: err.Error()}
+	case err != nil && errors.Is(err, leases.ErrOutcomeUnknown) && lease != nil && *lease != (leases.Lease{}):
+		r := failure(err)
+		r.Lease = lease
+		return r
 	case err != nil:
 		return failure(err)
 	case lease == nil:
