@@ -128,7 +128,8 @@ func (s *Store) readTable(ctx context.Context, table string, columns int) ([]byt
 
 // Restore makes the tables hold exactly the rows of a Snapshot, each
 // table in a transaction of its own; a table that already holds them is
-// left alone.
+// left alone. The whole snapshot is decoded and checked before any table
+// is touched, so a snapshot that is not one changes nothing.
 func (s *Store) Restore(ctx context.Context, snapshot []byte) error {
 	var parts []json.RawMessage
 	if err := json.Unmarshal(snapshot, &parts); err != nil || len(parts) != len(tables) {
@@ -137,29 +138,25 @@ func (s *Store) Restore(ctx context.Context, snapshot []byte) error {
 	w := &s.sql.written
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	rows := make([][][]any, len(tables)) // nil: the table holds them already
 	for i, t := range tables {
 		if w.valid && !w.dirty[i] && bytes.Equal(w.seen[i], parts[i]) {
 			continue
 		}
-		var rows [][]any
-		dec := json.NewDecoder(bytes.NewReader(parts[i]))
-		dec.UseNumber() // every number in these tables is an integer
-		if err := dec.Decode(&rows); err != nil {
-			return fmt.Errorf("%w: restore: not a snapshot: %w", leases.ErrInvalidInput, err)
+		var err error
+		if rows[i], err = decodeRows(parts[i], t.columns); err != nil {
+			return fmt.Errorf("%w: restore: not a snapshot of %s: %w", leases.ErrInvalidInput, t.name, err)
+		}
+	}
+	for i, t := range tables {
+		if rows[i] == nil {
+			continue
 		}
 		err := s.inTransaction(ctx, func(tx *sql.Tx) error {
 			if _, err := tx.StmtContext(ctx, s.sql.byText[deleteAll(t.name)]).ExecContext(ctx); err != nil {
 				return err
 			}
-			for _, row := range rows {
-				for j, cell := range row {
-					if n, ok := cell.(json.Number); ok {
-						var err error
-						if row[j], err = n.Int64(); err != nil {
-							return err
-						}
-					}
-				}
+			for _, row := range rows[i] {
 				if _, err := tx.StmtContext(ctx, s.sql.byText[insertRow(t.name, t.columns)]).ExecContext(ctx, row...); err != nil {
 					return err
 				}
@@ -173,4 +170,32 @@ func (s *Store) Restore(ctx context.Context, snapshot []byte) error {
 		w.seen[i], w.dirty[i] = append([]byte(nil), parts[i]...), false
 	}
 	return nil
+}
+
+// decodeRows decodes one table's part of a snapshot: rows of columns
+// cells each, every number an integer. It is never nil.
+func decodeRows(part []byte, columns int) ([][]any, error) {
+	rows := [][]any{}
+	dec := json.NewDecoder(bytes.NewReader(part))
+	dec.UseNumber() // every number in these tables is an integer
+	if err := dec.Decode(&rows); err != nil {
+		return nil, err
+	}
+	for _, row := range rows {
+		if len(row) != columns {
+			return nil, fmt.Errorf("a row of %d cells, want %d", len(row), columns)
+		}
+		for j, cell := range row {
+			if n, ok := cell.(json.Number); ok {
+				var err error
+				if row[j], err = n.Int64(); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if rows == nil { // "null"
+		rows = [][]any{}
+	}
+	return rows, nil
 }
