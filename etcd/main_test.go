@@ -7,12 +7,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases/etcd"
 	"leases/etcd/etcdtest"
+	"leases/internal/testctx"
 )
 
 // The tests of this package share one three-member cluster, started by the
@@ -56,20 +56,9 @@ func sharedCluster(t testing.TB) *etcdtest.Cluster {
 	return shared.cluster
 }
 
-// testContext ends a little before the test's deadline, so that a hang
-// fails with a message; it bounds waits and never paces anything.
-func testContext(t testing.TB) context.Context {
-	t.Helper()
-	ctx := context.Background()
-	if tt, ok := t.(*testing.T); ok {
-		if deadline, ok := tt.Deadline(); ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, deadline.Add(-time.Until(deadline)/10))
-			t.Cleanup(cancel)
-		}
-	}
-	return ctx
-}
+// testContext bounds a test's waits by its deadline, less a margin so that
+// a hang fails with a message (testctx.Context); it never paces anything.
+func testContext(t testing.TB) context.Context { return testctx.Context(t) }
 
 // client returns a client of every member of the shared cluster.
 func client(t testing.TB) *clientv3.Client {

@@ -6,21 +6,13 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"leases/internal/testctx"
 )
 
-// testContext ends a little before the test's deadline, so that a hang
-// fails with a message rather than a panic; without a deadline it does
-// not end.
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	deadline, ok := t.Deadline()
-	if !ok {
-		return t.Context()
-	}
-	ctx, cancel := context.WithDeadline(t.Context(), deadline.Add(-time.Until(deadline)/10))
-	t.Cleanup(cancel)
-	return ctx
-}
+// testContext bounds a test's waits by its deadline, less a margin so that
+// a hang fails with a message (testctx.Context).
+func testContext(t *testing.T) context.Context { return testctx.Context(t) }
 
 // A member stopped hard loses nothing that was committed, the others elect
 // a leader without it, and once restarted it serves what was written

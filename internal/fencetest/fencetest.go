@@ -12,26 +12,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"leases"
 	"leases/fence"
+	"leases/internal/testctx"
 )
 
-// Context returns a context that ends at the test's deadline, if it has
-// one: it only bounds a hang, it never decides an order.
-func Context(t testing.TB) context.Context {
-	t.Helper()
-	ctx := context.Background()
-	if withDeadline, ok := t.(interface{ Deadline() (time.Time, bool) }); !ok {
-		return ctx
-	} else if deadline, ok := withDeadline.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
-		t.Cleanup(cancel)
-	}
-	return ctx
-}
+// Context bounds a test's waits by its deadline, less a margin so that a
+// hang fails with a message (testctx.Context); it never decides an order.
+func Context(t testing.TB) context.Context { return testctx.Context(t) }
 
 // DB is a database under test.
 type DB struct {
