@@ -218,4 +218,25 @@ func TestExploreRejectsBadBounds(t *testing.T) {
 			t.Errorf("bounds %+v: %v, want ErrInvalidInput", b, err)
 		}
 	}
+	// The edges themselves are bounds, explored in
+	// TestExploreScheduleCountsAtEdgeBounds.
+	for _, b := range []Bounds{
+		{Workers: 1, TTL: 1, LastTick: 0},
+		{Workers: maxWorkers, TTL: 1, LastTick: 0},
+	} {
+		if err := b.Check(); err != nil {
+			t.Errorf("bounds %+v: %v, want them accepted", b, err)
+		}
+	}
+}
+
+// An exploration whose context has ended returns no figures and says why:
+// half an exploration is not evidence.
+func TestExploreEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ex, _, err := Explore(ctx, sqlite, Bounds{Workers: 2, TTL: 2, LastTick: 2})
+	if !errors.Is(err, context.Canceled) || ex != nil {
+		t.Fatalf("Explore after cancel: %+v, %v; want no exploration and context.Canceled", ex, err)
+	}
 }

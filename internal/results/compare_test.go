@@ -66,16 +66,30 @@ func TestParseJSONRefusesMalformedFiles(t *testing.T) {
 }
 
 // The depth limit is encoding/json's: the deepest document json.Valid takes
-// parses, one level more is refused by both.
+// parses, one level more is refused by both, for arrays and objects alike.
 func TestParseJSONDepthLimitIsEncodingJSONs(t *testing.T) {
-	nested := func(depth int) []byte {
-		return []byte(strings.Repeat("[", depth) + strings.Repeat("]", depth))
-	}
-	if _, err := parseJSON(nested(maxJSONDepth)); err != nil || !json.Valid(nested(maxJSONDepth)) {
-		t.Errorf("depth %d: parseJSON %v, json.Valid %v; want both to accept it", maxJSONDepth, err, json.Valid(nested(maxJSONDepth)))
-	}
-	if _, err := parseJSON(nested(maxJSONDepth + 1)); err == nil || json.Valid(nested(maxJSONDepth+1)) {
-		t.Errorf("depth %d: parseJSON %v, json.Valid %v; want both to refuse it", maxJSONDepth+1, err, json.Valid(nested(maxJSONDepth+1)))
+	for _, tc := range []struct {
+		name        string
+		open, close string
+	}{
+		{"arrays", "[", "]"},
+		{"objects", `{"a":`, "}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nested := func(depth int) []byte {
+				inner := ""
+				if tc.name == "objects" {
+					inner = "1"
+				}
+				return []byte(strings.Repeat(tc.open, depth) + inner + strings.Repeat(tc.close, depth))
+			}
+			if _, err := parseJSON(nested(maxJSONDepth)); err != nil || !json.Valid(nested(maxJSONDepth)) {
+				t.Errorf("depth %d: parseJSON %v, json.Valid %v; want both to accept it", maxJSONDepth, err, json.Valid(nested(maxJSONDepth)))
+			}
+			if _, err := parseJSON(nested(maxJSONDepth + 1)); err == nil || json.Valid(nested(maxJSONDepth+1)) {
+				t.Errorf("depth %d: parseJSON %v, json.Valid %v; want both to refuse it", maxJSONDepth+1, err, json.Valid(nested(maxJSONDepth+1)))
+			}
+		})
 	}
 }
 
