@@ -312,6 +312,25 @@ func TestCheckReportsTamperedFile(t *testing.T) {
 		{"a string turned into an array",
 			func(s string) string { return strings.Replace(s, `"schema": "`+results.Schema+`"`, `"schema": []`, 1) },
 			`at $.schema: expected an array of 0 elements, got "` + results.Schema + `"`},
+		{"a key added",
+			func(s string) string {
+				return strings.Replace(s, `"schema": "`+results.Schema+`",`, `"schema": "`+results.Schema+`", "extra": 1,`, 1)
+			},
+			`at $.extra: expected 1, got no such key`},
+		{"a key removed",
+			func(s string) string {
+				return strings.Replace(s, `"value_b": "value-from-B",`+"\n"+`            "conflicting_value_b": "other-value-from-B"`, `"value_b": "value-from-B"`, 1)
+			},
+			`.parameters.conflicting_value_b: expected no such key, got "other-value-from-B"`},
+		{"the last backend removed",
+			func(s string) string {
+				cut, end := strings.Index(s, ",\n    {\n      \"backend\": \"etcd\""), strings.Index(s, "\n  ],\n  \"agreement\"")
+				if cut < 0 || end < cut {
+					return s
+				}
+				return s[:cut] + s[end:]
+			},
+			`at $.backends: expected 1 elements, got 2 elements`},
 		{"the same meaning in other bytes",
 			func(s string) string { return strings.ReplaceAll(s, "  ", "\t") },
 			"means the same"},
