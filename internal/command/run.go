@@ -122,8 +122,8 @@ func runBackend(ctx context.Context, kind backend.Kind, opts Options, stats *Bac
 // BoundsFor is the exploration's default bounds on a backend: the model's
 // defaults, except on etcd, where every step is a round trip through a
 // three-member cluster whose members share this machine's cores. There
-// the default bounds take about 30 s; the smaller bounds keep the command
-// under 2 s. A test of the etcd module explores the default bounds on etcd
+// the default bounds take about 30 s; with the smaller bounds the whole
+// command takes about 2 s (docs/performance.md). A test of the etcd module explores the default bounds on etcd
 // and finds SQLite's figures.
 func BoundsFor(backend string) explore.Bounds {
 	if backend == "etcd" {
