@@ -26,6 +26,10 @@ const (
 	unscannableGuarded = `SELECT 'x', value_epoch, value FROM guarded_records WHERE resource = ?`
 	refusedLeasePut    = `INSERT INTO authority_leases (resource, epoch, holder, granted_at, expires_at, last_tick)
 		VALUES (?, -?, ?, ?, ?, ?)`
+	// The tables' CHECK (epoch >= 1) refuses these writes.
+	refusedRecordWrite   = `INSERT INTO receiver_records (resource, epoch, value_epoch, value) VALUES (?, -?, ?, ?)`
+	refusedRecordObserve = `INSERT INTO receiver_records (resource, epoch) VALUES (?, -?)`
+	refusedUnfencedWrite = `INSERT INTO unfenced_records (resource, epoch, value) VALUES (?, -?, ?)`
 )
 
 func TestFailedStatementFailsTheOperation(t *testing.T) {
@@ -62,6 +66,18 @@ func TestFailedStatementFailsTheOperation(t *testing.T) {
 		}},
 		{"stale observe whose read fails", sqlReadRecord, unscannableRecord, func(s *Store, _ leases.Lease) error {
 			_, err := s.Receiver(leases.Fenced).Observe(ctx, "r", 1)
+			return err
+		}},
+		{"accepted write whose write fails", sqlWriteRecord, refusedRecordWrite, func(s *Store, _ leases.Lease) error {
+			_, err := s.Receiver(leases.Fenced).Write(ctx, "r", 3, "v3")
+			return err
+		}},
+		{"accepted observe whose write fails", sqlObserveRecord, refusedRecordObserve, func(s *Store, _ leases.Lease) error {
+			_, err := s.Receiver(leases.Fenced).Observe(ctx, "r", 3)
+			return err
+		}},
+		{"unfenced write whose write fails", sqlWriteUnfenced, refusedUnfencedWrite, func(s *Store, _ leases.Lease) error {
+			_, err := s.Receiver(leases.Unfenced).Write(ctx, "r", 3, "v3")
 			return err
 		}},
 		{"guarded write whose lease read fails", sqlReadLease, unscannableLease, func(s *Store, a leases.Lease) error {
