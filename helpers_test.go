@@ -17,6 +17,7 @@ import (
 
 	"leases"
 	"leases/internal/backend"
+	"leases/internal/command"
 	"leases/internal/contract"
 	"leases/internal/scenario"
 	"leases/internal/testctx"
@@ -228,6 +229,38 @@ func writeFile(t *testing.T, dir, name, content string) string {
 // smallBounds keep a run's exploration tiny, for tests of the command that
 // are about where its output goes or how it is checked, not what it says.
 var smallBounds = []string{"--workers", "1", "--ttl", "1", "--last-tick", "1"}
+
+// smallRun is the document that a run with smallBounds writes, made once
+// for this test binary and shared by the tests that tamper with a document
+// or write one somewhere odd: its rerun takes a fraction of a full run's
+// time, since the exploration at the default bounds is the costliest part
+// of the suite (under -race most of all). The full run is
+// TestCommandReproducesResultsJSON's.
+func smallRun(t *testing.T) string {
+	t.Helper()
+	builtCommand(t) // outside the once: it may skip t
+	small.once.Do(func() {
+		code, doc, stderr := runCommand(t, append(smallBounds, "--output", "-")...)
+		if code != command.ExitMatch || doc == "" {
+			small.err = fmt.Errorf("a run with small bounds: exit %d, %d bytes; stderr:\n%s", code, len(doc), stderr)
+			return
+		}
+		small.doc = doc
+	})
+	if small.doc == "" && small.err == nil {
+		small.err = errors.New("the run with small bounds failed in another test")
+	}
+	if small.err != nil {
+		t.Fatal(small.err)
+	}
+	return small.doc
+}
+
+var small struct {
+	once sync.Once
+	doc  string
+	err  error
+}
 
 // checkTampered runs the command with --check on content, and args, and
 // returns its exit status and the last line it printed on stderr.
