@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -38,14 +37,7 @@ func (a *authority) Acquire(ctx context.Context, resource, holder string, now, t
 		granted = lease
 		return encode(key, next)
 	})
-	if err != nil {
-		err = fmt.Errorf("acquire %q for %q at tick %d: %w", resource, holder, now, err)
-		if errors.Is(err, leases.ErrOutcomeUnknown) {
-			return granted, err // the lease that may now be live
-		}
-		return leases.Lease{}, err
-	}
-	return granted, nil
+	return rules.Granted(granted, err, resource, holder, now)
 }
 
 // Renew implements [leases.Authority.Renew].

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"leases"
 )
 
 // BeforeCommit marks err, a failure before anything that could change the
@@ -29,4 +31,19 @@ func WithContext(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%w): %w", ctxErr, cause, err)
 	}
 	return fmt.Errorf("%w: %w", ctxErr, err)
+}
+
+// Granted is what an acquire of resource for holder at tick now answers
+// once its transaction has ended with err: the lease on success; on an
+// unknown outcome, the lease it would have granted beside the error, since
+// that lease may now be live until its expiry tick; otherwise no lease.
+func Granted(lease leases.Lease, err error, resource, holder string, now int64) (leases.Lease, error) {
+	if err == nil {
+		return lease, nil
+	}
+	err = fmt.Errorf("acquire %q for %q at tick %d: %w", resource, holder, now, err)
+	if errors.Is(err, leases.ErrOutcomeUnknown) {
+		return lease, err
+	}
+	return leases.Lease{}, err
 }

@@ -51,14 +51,7 @@ func (a *Authority) Acquire(ctx context.Context, resource, holder string, now, t
 		return nil
 	})
 	a.store.changes.after(err)
-	if err != nil {
-		err = fmt.Errorf("acquire %q for %q at tick %d: %w", resource, holder, now, err)
-		if errors.Is(err, leases.ErrOutcomeUnknown) {
-			return granted, err // the lease that may now be live
-		}
-		return leases.Lease{}, err
-	}
-	return granted, nil
+	return rules.Granted(granted, err, resource, holder, now)
 }
 
 // Renew implements [leases.Authority.Renew].
