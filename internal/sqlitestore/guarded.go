@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"leases"
@@ -78,16 +77,5 @@ func (g *GuardedReceiver) Read(ctx context.Context, resource string) (record lea
 }
 
 func (g *GuardedReceiver) read(ctx context.Context, tx *sql.Tx, resource string) (leases.Record, bool, error) {
-	var rec leases.Record
-	var valueEpoch sql.NullInt64
-	var value sql.NullString
-	err := g.store.sql.queryRow(ctx, tx, sqlReadGuarded, resource).Scan(&rec.Epoch, &valueEpoch, &value)
-	if errors.Is(err, sql.ErrNoRows) {
-		return leases.Record{}, false, nil
-	}
-	if err != nil {
-		return leases.Record{}, false, fmt.Errorf("read record: %w", err)
-	}
-	rec.ValueEpoch, rec.Value = valueEpoch.Int64, value.String
-	return rec, true, nil
+	return g.store.readRecord(ctx, tx, sqlReadGuarded, resource)
 }

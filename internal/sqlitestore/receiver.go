@@ -125,10 +125,17 @@ func (r *Receiver) read(ctx context.Context, tx *sql.Tx, resource string) (lease
 	if r.mode == leases.Unfenced {
 		query = sqlReadUnfenced
 	}
+	return r.store.readRecord(ctx, tx, query, resource)
+}
+
+// readRecord runs query, one of the receivers' reads of (epoch,
+// value_epoch, value) by resource; found is false only when there is no
+// record, never when the read failed.
+func (s *Store) readRecord(ctx context.Context, tx *sql.Tx, query, resource string) (leases.Record, bool, error) {
 	var rec leases.Record
 	var valueEpoch sql.NullInt64
 	var value sql.NullString
-	err := r.store.sql.queryRow(ctx, tx, query, resource).Scan(&rec.Epoch, &valueEpoch, &value)
+	err := s.sql.queryRow(ctx, tx, query, resource).Scan(&rec.Epoch, &valueEpoch, &value)
 	if errors.Is(err, sql.ErrNoRows) {
 		return leases.Record{}, false, nil
 	}
