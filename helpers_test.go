@@ -74,15 +74,6 @@ func mustAcquire(t *testing.T, a leases.Authority, resource, holder string, now,
 	return lease
 }
 
-func mustWrite(t *testing.T, r leases.Receiver, resource string, epoch int64, value string) leases.WriteResult {
-	t.Helper()
-	result, err := r.Write(context.Background(), resource, epoch, value)
-	if err != nil {
-		t.Fatalf("write %s epoch %d: %v", resource, epoch, err)
-	}
-	return result
-}
-
 // sqliteBackend is a fresh SQLite store as the contract sees it; its state
 // is every row of every table, read through a connection of its own.
 func sqliteBackend(t *testing.T) contract.Backend {

@@ -139,7 +139,7 @@ func TestReceiverComparesAndWritesInOneTransaction(t *testing.T) {
 	ctx := context.Background()
 	path := tempDBPath(t)
 	first := openStore(t, path).Receiver(leases.Fenced)
-	mustWrite(t, first, "r", 1, "v1")
+	contract.MustWrite(t, first, "r", 1, "v1")
 	otherStore, err := sqlite.Options{BusyTimeout: -1}.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

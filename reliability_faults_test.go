@@ -20,6 +20,7 @@ import (
 	"unsafe"
 
 	"leases"
+	"leases/internal/contract"
 	"leases/internal/testctx"
 	"leases/internal/worker"
 	"leases/sqlite"
@@ -48,7 +49,7 @@ func TestKilledInsideATransaction(t *testing.T) {
 			path := tempDBPath(t)
 			store := openStore(t, path)
 			mustAcquire(t, store.Authority(), "r", "A", 0, 2)
-			mustWrite(t, store.Receiver(leases.Fenced), "r", 1, "v1")
+			contract.MustWrite(t, store.Receiver(leases.Fenced), "r", 1, "v1")
 			before := dumpTables(t, path)
 
 			victim := startWorker(t, ctx, "V", path, pauseEnv+"="+tc.point)

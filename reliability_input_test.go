@@ -62,7 +62,7 @@ func TestHostileButValidInputIsStoredVerbatim(t *testing.T) {
 	store := openStore(t, path)
 	auth, fenced := store.Authority(), store.Receiver(leases.Fenced)
 	mustAcquire(t, auth, "bystander", "Z", 0, 100)
-	mustWrite(t, fenced, "bystander", 1, "untouched")
+	contract.MustWrite(t, fenced, "bystander", 1, "untouched")
 	bystanders := dumpTables(t, path)
 
 	for _, name := range []string{

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"leases"
+	"leases/internal/contract"
 	"leases/internal/worker"
 )
 
@@ -39,7 +40,7 @@ func TestFailedReadIsNotNotFound(t *testing.T) {
 			"read lease"},
 		{"fenced write",
 			func(t *testing.T, _ leases.Authority, fenced leases.Receiver, _ leases.Lease) {
-				mustWrite(t, fenced, "r", 5, "v5")
+				contract.MustWrite(t, fenced, "r", 5, "v5")
 			},
 			func(ctx context.Context, w *worker.Worker) error {
 				_, err := w.Write(ctx, leases.Fenced, "r", 3, "v3")
@@ -48,7 +49,7 @@ func TestFailedReadIsNotNotFound(t *testing.T) {
 			"read record"},
 		{"observe",
 			func(t *testing.T, _ leases.Authority, fenced leases.Receiver, _ leases.Lease) {
-				mustWrite(t, fenced, "r", 5, "v5")
+				contract.MustWrite(t, fenced, "r", 5, "v5")
 			},
 			func(ctx context.Context, w *worker.Worker) error { _, err := w.Observe(ctx, "r", 3); return err },
 			"read record"},
@@ -60,7 +61,7 @@ func TestFailedReadIsNotNotFound(t *testing.T) {
 			store := openStore(t, path)
 			auth, fenced := store.Authority(), store.Receiver(leases.Fenced)
 			held := mustAcquire(t, auth, "r", "A", 5, 10)
-			mustWrite(t, fenced, "r", held.Epoch, "v1")
+			contract.MustWrite(t, fenced, "r", held.Epoch, "v1")
 			w := startWorker(t, ctx, "W", path, oneThreadEnv+"=1")
 			if _, _, err := w.Read(ctx, leases.Fenced, "r"); err != nil { // warms its cache
 				t.Fatal(err)
