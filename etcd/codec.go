@@ -34,3 +34,12 @@ func encode(key string, value any) ([]write, error) {
 	}
 	return []write{{key: key, value: data}}, nil
 }
+
+// acceptedWrite is what a receiver's decision writes: its record when the
+// write or observe was accepted, nothing otherwise.
+func acceptedWrite(key string, result leases.WriteResult) ([]write, error) {
+	if result.Outcome != leases.Accepted {
+		return nil, nil
+	}
+	return encode(key, result.Record)
+}

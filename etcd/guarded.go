@@ -36,10 +36,7 @@ func (g *guarded) Write(ctx context.Context, held leases.Lease, now int64, value
 		if result, err = rules.Guarded(row, found, held, now, stored, storedFound, value); err != nil {
 			return nil, err
 		}
-		if result.Outcome != leases.Accepted {
-			return nil, nil
-		}
-		return encode(key, result.Record)
+		return acceptedWrite(key, result)
 	})
 	if err != nil {
 		return leases.WriteResult{}, fmt.Errorf("guarded write %q at epoch %d at tick %d: %w", held.Resource, held.Epoch, now, err)

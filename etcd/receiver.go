@@ -51,10 +51,7 @@ func (r *receiver) write(ctx context.Context, resource string, epoch int64, valu
 			return nil, err
 		}
 		result = rules.Write(leases.Fenced, stored, found, epoch, value)
-		if result.Outcome != leases.Accepted {
-			return nil, nil
-		}
-		return encode(key, result.Record)
+		return acceptedWrite(key, result)
 	})
 	return result, err
 }
@@ -72,10 +69,7 @@ func (r *receiver) Observe(ctx context.Context, resource string, epoch int64) (l
 			return nil, err
 		}
 		result = rules.Observe(stored, found, epoch)
-		if result.Outcome != leases.Accepted {
-			return nil, nil
-		}
-		return encode(key, result.Record)
+		return acceptedWrite(key, result)
 	})
 	if err != nil {
 		return leases.WriteResult{}, fmt.Errorf("observe %q at epoch %d: %w", resource, epoch, err)

@@ -79,7 +79,7 @@ func (s *Store) decide(ctx context.Context, keys []string, decideFn decideFunc) 
 			if len(writes) == 0 {
 				return rules.BeforeCommit(ctx, fmt.Errorf("read: %w", err))
 			}
-			return fmt.Errorf("%w: transaction failed: %w", leases.ErrOutcomeUnknown, rules.WithContext(ctx, err))
+			return outcomeUnknown(ctx, err)
 		}
 		if resp.Succeeded {
 			s.cache.remember(afterCommit(views, writes, resp.Header.Revision)...)
@@ -152,9 +152,16 @@ func (s *Store) put(ctx context.Context, key string, value []byte) error {
 		return rules.BeforeCommit(ctx, errors.New("transaction not sent"))
 	}
 	if _, err := s.client.Put(ctx, key, string(value)); err != nil {
-		return fmt.Errorf("%w: transaction failed: %w", leases.ErrOutcomeUnknown, rules.WithContext(ctx, err))
+		return outcomeUnknown(ctx, err)
 	}
 	return nil
+}
+
+// outcomeUnknown is the error of a write that etcd may have applied: it
+// failed after it was sent (a timeout, a lost leader), so whether it took
+// effect is unknown (Jepsen's indeterminate results).
+func outcomeUnknown(ctx context.Context, err error) error {
+	return fmt.Errorf("%w: transaction failed: %w", leases.ErrOutcomeUnknown, rules.WithContext(ctx, err))
 }
 
 // viewsOf turns the responses of one Get per key into views.
