@@ -90,11 +90,6 @@ func sqliteBackend(t *testing.T) contract.Backend {
 	}
 }
 
-// written is the record a write of value at epoch leaves behind.
-func written(epoch int64, value string) leases.Record {
-	return leases.Record{Epoch: epoch, ValueEpoch: epoch, Value: value}
-}
-
 // openFileDirectly opens the store's file with the driver alone, as the
 // store does: one connection, immediate transactions, a busy timeout.
 func openFileDirectly(t *testing.T, path string) *sql.DB {

@@ -184,7 +184,7 @@ func TestFenceSurvivesReopenByAnotherProcess(t *testing.T) {
 		t.Fatalf("want two processes, the first gone: %d, %d", newer.PID(), older.PID())
 	}
 	got, err := older.Write(ctx, leases.Fenced, "r", 1, "old")
-	if err != nil || got.Outcome != leases.Stale || got.Record != written(2, "new") {
+	if err != nil || got.Outcome != leases.Stale || got.Record != contract.Written(2, "new") {
 		t.Fatalf("write epoch 1 in a new process: %+v, %v; want stale with epoch 2 kept", got, err)
 	}
 }
@@ -417,7 +417,7 @@ func TestUnfencedReceiver(t *testing.T) {
 	if b.Outcome != "accepted" || a.Outcome != "accepted" || a.Epoch != 1 {
 		t.Fatalf("B's write %s, A's epoch-%d write %s; want both accepted", b.Outcome, a.Epoch, a.Outcome)
 	}
-	if sc.Final == nil || *sc.Final != written(1, sc.Parameters.ValueA) {
+	if sc.Final == nil || *sc.Final != contract.Written(1, sc.Parameters.ValueA) {
 		t.Fatalf("final %+v; want A's stale value at epoch 1", sc.Final)
 	}
 	v := sc.Verdicts
@@ -432,7 +432,7 @@ func TestUnfencedReceiver(t *testing.T) {
 func TestFencedReceiver(t *testing.T) {
 	sc, _ := runScenario(t, scenario.FencedReceiver)
 	checkBoundarySteps(t, sc)
-	bValue := written(2, sc.Parameters.ValueB)
+	bValue := contract.Written(2, sc.Parameters.ValueB)
 	for n, want := range []leases.Outcome{leases.Accepted, leases.Replay, leases.Conflict} {
 		s := findStep(t, sc, "B", "write", n+1)
 		if s.Outcome != string(want) || s.ReceiverAfter == nil || *s.ReceiverAfter != bValue {

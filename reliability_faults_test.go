@@ -103,7 +103,7 @@ func TestHolderKilledBeforeWriting(t *testing.T) {
 	if got, err := next.Write(ctx, leases.Fenced, "r", lease.Epoch, "from-B"); err != nil || got.Outcome != leases.Accepted {
 		t.Fatalf("B's write: %+v, %v", got, err)
 	}
-	if record, _, _ := store.Receiver(leases.Fenced).Read(ctx, "r"); record != written(2, "from-B") {
+	if record, _, _ := store.Receiver(leases.Fenced).Read(ctx, "r"); record != contract.Written(2, "from-B") {
 		t.Fatalf("receiver %+v; want only B's epoch 2", record)
 	}
 }

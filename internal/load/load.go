@@ -86,7 +86,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	}
 	defer store.Close()
 
-	l := &loadRun{opts: opts, leases: map[int64]*leaseSpan{}}
+	l := &loadRun{leases: map[int64]*leaseSpan{}}
 	for i := range opts.Workers {
 		w, err := worker.Start(ctx, fmt.Sprintf("W%02d", i), worker.Options{Backend: backend.SQLite{}.Name(), Spec: dbPath})
 		if err != nil {
@@ -130,7 +130,6 @@ func (o Options) withDefaults() Options {
 }
 
 type loadRun struct {
-	opts    Options
 	workers []*loadWorker
 	mu      sync.Mutex // guards everything below, written by the phase goroutines
 	report  Report
@@ -153,7 +152,6 @@ type loadWorker struct {
 // leaseSpan is one granted lease: live from its grant tick until its end
 // (its release tick, or its expiry after the last renewal).
 type leaseSpan struct {
-	holder     string
 	start, end int64
 }
 
@@ -263,7 +261,7 @@ func (l *loadRun) tryAcquire(ctx context.Context, w *loadWorker, tick int64) (bo
 	if _, dup := l.leases[lease.Epoch]; dup {
 		return true, fmt.Errorf("epoch %d granted twice", lease.Epoch)
 	}
-	l.leases[lease.Epoch] = &leaseSpan{holder: w.Name(), start: lease.GrantedAt, end: lease.ExpiresAt}
+	l.leases[lease.Epoch] = &leaseSpan{start: lease.GrantedAt, end: lease.ExpiresAt}
 	w.lease, w.everHeld = lease, true
 	return true, nil
 }

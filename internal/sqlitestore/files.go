@@ -65,20 +65,20 @@ type openedFile struct {
 // 1 again. While the store is open, SQLite itself never deletes the log or
 // the index (only the last connection to close does), so any change to
 // them is someone else's doing.
-func identify(path string) (string, []openedFile, error) {
+func identify(path string) ([]openedFile, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	var files []openedFile
 	for _, p := range []string{abs, abs + "-wal", abs + "-shm"} {
 		info, err := os.Stat(p)
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		files = append(files, openedFile{path: p, info: info})
 	}
-	return abs, files, nil
+	return files, nil
 }
 
 // checkFiles fails with ErrDatabaseMoved when a path no longer names the

@@ -30,9 +30,8 @@ const DefaultBusyTimeout = 10 * time.Second
 // authority's and the receivers' tables. It owns a single connection, so
 // every transaction starts and ends on the same connection.
 type Store struct {
-	db   *sql.DB
-	sql  *prepared
-	path string
+	db  *sql.DB
+	sql *prepared
 	// files are the database file, its write-ahead log and its shared
 	// memory index as they were opened; nil in memory. See files.go.
 	files []openedFile
@@ -67,7 +66,7 @@ func Open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, 
 	// most one SQLite lock at a time, and an in-memory database (which
 	// is its connection) is never a second, empty one.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path}
+	s := &Store{db: db}
 	if err := s.createTables(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), db.Close())
 	}
@@ -75,7 +74,7 @@ func Open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, 
 		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), db.Close())
 	}
 	if path != memory {
-		if s.path, s.files, err = identify(path); err != nil {
+		if s.files, err = identify(path); err != nil {
 			return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), s.Close())
 		}
 	}

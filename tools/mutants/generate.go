@@ -28,7 +28,6 @@ type mutant struct {
 
 // sourceFile is a file's text, kept to apply mutants and to quote lines.
 type sourceFile struct {
-	rel string
 	src []byte
 }
 
@@ -72,7 +71,7 @@ func generate(root string, files []string) ([]*mutant, map[string]*sourceFile, e
 		if err != nil {
 			return nil, nil, err
 		}
-		sources[rel] = &sourceFile{rel: rel, src: src}
+		sources[rel] = &sourceFile{src: src}
 		g := &generator{fset: fset, file: rel, src: src}
 		ast.Inspect(f, g.visit)
 		all = append(all, g.out...)
