@@ -1,14 +1,14 @@
 package pgtest
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
-	"time"
+
+	"leases/internal/testctx"
 )
 
 // New starts a server for t alone, with settings as for Start, and stops
@@ -16,7 +16,7 @@ import (
 // installed.
 func New(t testing.TB, settings ...string) *Server {
 	t.Helper()
-	s, err := Start(deadline(t), settings...)
+	s, err := Start(testctx.Context(t), settings...)
 	if errors.Is(err, ErrNotInstalled) {
 		t.Skip(err)
 	}
@@ -46,7 +46,7 @@ var shared struct {
 // initialize, and each test keeps to tables of its own.
 func Shared(t testing.TB) *Server {
 	t.Helper()
-	shared.once.Do(func() { shared.server, shared.err = Start(deadline(t)) })
+	shared.once.Do(func() { shared.server, shared.err = Start(testctx.Context(t)) })
 	if errors.Is(shared.err, ErrNotInstalled) {
 		t.Skip(shared.err)
 	}
@@ -81,17 +81,4 @@ func Open(t testing.TB, server *Server, conns int) *sql.DB {
 	db.SetMaxOpenConns(conns)
 	t.Cleanup(func() { _ = db.Close() })
 	return db
-}
-
-// deadline returns a context that ends at t's deadline, if it has one:
-// a start that outlives the test is a hang, not a slow start.
-func deadline(t testing.TB) context.Context {
-	if withDeadline, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		if at, ok := withDeadline.Deadline(); ok {
-			ctx, cancel := context.WithDeadline(context.Background(), at)
-			t.Cleanup(cancel)
-			return ctx
-		}
-	}
-	return context.Background()
 }
