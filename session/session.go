@@ -120,7 +120,7 @@ func Wait(ctx context.Context, auth leases.Authority, clk clock.Clock, resource,
 			return nil, fmt.Errorf("session: %w", err)
 		}
 		if live {
-			err = waitFor(watch, clk, held.ExpiresAt, changed)
+			waitFor(watch, clk, held.ExpiresAt, changed)
 		}
 		cancelWatch()
 		if err := ctx.Err(); err != nil {
@@ -130,17 +130,18 @@ func Wait(ctx context.Context, auth leases.Authority, clk clock.Clock, resource,
 }
 
 // waitFor returns when the clock reaches tick, when changed is closed, or
-// when ctx ends.
-func waitFor(ctx context.Context, clk clock.Clock, tick int64, changed <-chan struct{}) error {
+// when ctx ends; the caller looks at ctx to tell which.
+func waitFor(ctx context.Context, clk clock.Clock, tick int64, changed <-chan struct{}) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	reached := make(chan error, 1)
-	go func() { reached <- clk.Wait(ctx, tick) }()
+	reached := make(chan struct{})
+	go func() {
+		_ = clk.Wait(ctx, tick) // fails only when ctx ends
+		close(reached)
+	}()
 	select {
-	case err := <-reached:
-		return err
+	case <-reached:
 	case <-changed:
-		return nil
 	}
 }
 
