@@ -88,7 +88,7 @@ func (a *authority) Release(ctx context.Context, held leases.Lease, now int64) e
 
 // Holder implements [leases.Authority.Holder] with one linearizable read.
 func (a *authority) Holder(ctx context.Context, resource string, now int64) (leases.Lease, bool, error) {
-	if err := rules.First(rules.CheckName("resource", resource), rules.CheckTick(now)); err != nil {
+	if err := rules.CheckHolder(resource, now); err != nil {
 		return leases.Lease{}, false, err
 	}
 	views, err := a.store.read(ctx, a.store.key(authorityKind, resource))

@@ -74,6 +74,11 @@ func CheckAcquire(resource, holder string, now, ttl int64) error {
 	return First(CheckName("resource", resource), CheckName("holder", holder), CheckTick(now), CheckTTL(now, ttl))
 }
 
+// CheckHolder checks a holder query's arguments.
+func CheckHolder(resource string, now int64) error {
+	return First(CheckName("resource", resource), CheckTick(now))
+}
+
 // CheckHeld checks the lease a renew or release names, and its tick.
 func CheckHeld(held leases.Lease, now int64) error {
 	return First(CheckName("resource", held.Resource), CheckName("holder", held.Holder),

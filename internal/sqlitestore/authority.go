@@ -103,7 +103,7 @@ func (a *Authority) Release(ctx context.Context, held leases.Lease, now int64) e
 // of its own and, unlike the changing methods, accepts any tick: a query
 // for the past answers from the row as it is now.
 func (a *Authority) Holder(ctx context.Context, resource string, now int64) (lease leases.Lease, live bool, err error) {
-	if err := rules.First(rules.CheckName("resource", resource), rules.CheckTick(now)); err != nil {
+	if err := rules.CheckHolder(resource, now); err != nil {
 		return leases.Lease{}, false, err
 	}
 	err = a.store.inTransaction(ctx, func(tx *sql.Tx) error {
