@@ -8,7 +8,9 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 
 	"leases"
 )
@@ -43,6 +45,19 @@ type Running interface {
 	Explorable(ctx context.Context) (Explorable, error)
 	// Close ends everything Start started.
 	Close() error
+}
+
+// StartInTemp readies kind for one run in a temporary directory of its
+// own; end closes what Start started and then removes the directory.
+func StartInTemp(ctx context.Context, kind Kind) (running Running, end func() error, err error) {
+	dir, err := os.MkdirTemp("", "leases-"+kind.Name()+"-")
+	if err != nil {
+		return nil, nil, err
+	}
+	if running, err = kind.Start(ctx, dir); err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("start %s: %w", kind.Name(), err), os.RemoveAll(dir))
+	}
+	return running, func() error { return errors.Join(running.Close(), os.RemoveAll(dir)) }, nil
 }
 
 // Place is where one scenario runs.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -101,22 +100,18 @@ func runBackend(ctx context.Context, kind backend.Kind, opts Options, stats *Bac
 			started(sc, worker, pid)
 		}
 	}
-	dir, err := os.MkdirTemp("", "leases-"+kind.Name()+"-")
-	if err != nil {
-		return results.Backend{}, err
-	}
 	start := time.Now()
-	running, err := kind.Start(ctx, dir)
+	running, end, err := backend.StartInTemp(ctx, kind)
 	stats.Start = time.Since(start)
 	if err != nil {
-		return results.Backend{}, errors.Join(fmt.Errorf("start %s: %w", kind.Name(), err), os.RemoveAll(dir))
+		return results.Backend{}, err
 	}
 	bounds := opts.Bounds
 	if bounds == (explore.Bounds{}) {
 		bounds = BoundsFor(kind.Name())
 	}
 	section, err := runOn(ctx, kind, running, bounds, opts, stats)
-	return section, errors.Join(err, running.Close(), os.RemoveAll(dir))
+	return section, errors.Join(err, end())
 }
 
 // BoundsFor is the exploration's default bounds on a backend: the model's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"leases"
@@ -94,15 +93,10 @@ func RunByName(ctx context.Context, kind backend.Kind, name string, opts Options
 	if i < 0 {
 		return Scenario{}, fmt.Errorf("no scenario called %q", name)
 	}
-	dir, err := os.MkdirTemp("", "leases-"+kind.Name()+"-")
+	running, end, err := backend.StartInTemp(ctx, kind)
 	if err != nil {
 		return Scenario{}, err
 	}
-	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-	running, err := kind.Start(ctx, dir)
-	if err != nil {
-		return Scenario{}, err
-	}
-	defer func() { err = errors.Join(err, running.Close()) }()
+	defer func() { err = errors.Join(err, end()) }()
 	return Run(ctx, kind, running, defs[i], opts)
 }
