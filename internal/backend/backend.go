@@ -24,6 +24,19 @@ type Store interface {
 	Close() error
 }
 
+// GuardedReceiver, where a receiver is named by a leases.Mode (in the
+// worker protocol, in a scenario), names the guarded receiver: it is not
+// the mode of a receiver.
+const GuardedReceiver leases.Mode = "guarded"
+
+// Reader is the Read of the receiver that receiver names on store.
+func Reader(store Store, receiver leases.Mode) func(ctx context.Context, resource string) (leases.Record, bool, error) {
+	if receiver == GuardedReceiver {
+		return store.Guarded().Read
+	}
+	return store.Receiver(receiver).Read
+}
+
 // Kind is one backend as a binary knows it. A worker process only opens
 // stores on places the controller made (Open); the controller first
 // starts what the backend needs (Start), an etcd cluster for example.

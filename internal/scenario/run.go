@@ -51,7 +51,7 @@ func Run(ctx context.Context, kind backend.Kind, running backend.Running, def De
 		opts.PlaceMade(def.Name, place.Spec())
 	}
 	r := &script{
-		ctx: ctx, def: def, kind: kind.Name(), place: place, observer: observer(store, def.Receiver),
+		ctx: ctx, def: def, kind: kind.Name(), place: place, observer: backend.Reader(store, def.Receiver),
 		leaseOf: map[string]leases.Lease{}, opts: opts,
 	}
 	def.Schedule(r)
@@ -69,14 +69,6 @@ func Run(ctx context.Context, kind backend.Kind, running backend.Running, def De
 	}
 	sc.Verdicts = computeVerdicts(sc.Steps, sc.Final)
 	return sc, nil
-}
-
-// observer reads the record of the receiver a scenario writes to.
-func observer(store backend.Store, receiver leases.Mode) func(context.Context, string) (leases.Record, bool, error) {
-	if receiver == Guarded {
-		return store.Guarded().Read
-	}
-	return store.Receiver(receiver).Read
 }
 
 func recordOrNil(rec leases.Record, found bool) *leases.Record {

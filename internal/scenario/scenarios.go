@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"leases"
-	"leases/internal/worker"
+	"leases/internal/backend"
 )
 
 // Def is one named schedule and the receiver it runs against.
@@ -26,7 +26,7 @@ func (d Def) RunsOn(name string) bool {
 }
 
 // Guarded names the guarded receiver where a scenario names its receiver.
-const Guarded = worker.GuardedReceiver
+const Guarded = backend.GuardedReceiver
 
 // Scenario names, as they appear in results.json.
 const (

@@ -268,7 +268,7 @@ func (r *script) readThrough(store backend.Store) (int64, *leases.Record, error)
 			epoch = held.Epoch
 		}
 	}
-	rec, found, err := observer(store, r.def.Receiver)(r.ctx, r.def.Params.Resource)
+	rec, found, err := backend.Reader(store, r.def.Receiver)(r.ctx, r.def.Params.Resource)
 	return epoch, recordOrNil(rec, found), err
 }
 

@@ -59,7 +59,7 @@ func (w *Worker) writeResult(got reply, err error, what string) (leases.WriteRes
 }
 
 // Read asks the worker to read the record of resource at the receiver in
-// mode, or at the guarded receiver when mode is GuardedReceiver.
+// mode, or at the guarded receiver when mode is backend.GuardedReceiver.
 func (w *Worker) Read(ctx context.Context, mode leases.Mode, resource string) (leases.Record, bool, error) {
 	got, err := w.call(ctx, request{Op: opRead, Resource: resource, Receiver: mode})
 	if err != nil {

@@ -16,10 +16,6 @@ const (
 	specEnv    = "LEASES_WORKER_SPEC"
 )
 
-// GuardedReceiver, where a read names its receiver's mode, names the
-// guarded receiver: it is not a leases.Mode of a receiver.
-const GuardedReceiver leases.Mode = "guarded"
-
 // Operations a controller can ask of a worker, one JSON line each.
 const (
 	opAcquire      = "acquire"

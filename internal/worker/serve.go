@@ -127,14 +127,7 @@ func (w *worker) perform(ctx context.Context, req request) reply {
 		lease, err := auth.Renew(ctx, *req.Lease, req.Tick, req.TTL)
 		return leaseReply(&lease, err)
 	case opRead:
-		var record leases.Record
-		var found bool
-		var err error
-		if req.Receiver == GuardedReceiver {
-			record, found, err = w.store.Guarded().Read(ctx, req.Resource)
-		} else {
-			record, found, err = w.store.Receiver(req.Receiver).Read(ctx, req.Resource)
-		}
+		record, found, err := backend.Reader(w.store, req.Receiver)(ctx, req.Resource)
 		if err != nil {
 			return failure(err)
 		}
