@@ -149,12 +149,8 @@ func (w *Worker) readReplies(stdout *os.File) {
 
 // call sends one request and waits, bounded by ctx, for its reply.
 func (w *Worker) call(ctx context.Context, req request) (reply, error) {
-	line, err := json.Marshal(req)
-	if err != nil {
+	if _, err := w.send(req); err != nil {
 		return reply{}, err
-	}
-	if _, err := w.stdin.Write(append(line, '\n')); err != nil {
-		return reply{}, fmt.Errorf("send to worker %s: %w%s", w.name, err, w.stderr.saying())
 	}
 	return w.receive(ctx)
 }
