@@ -50,7 +50,7 @@ func (Backend) Open(ctx context.Context, specText string) (backend.Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("etcd client of %v: %w", s.Endpoints, err)
 	}
-	return clientStore{etcd.New(client, etcd.Options{Prefix: s.Prefix}), client}, nil
+	return newClientStore(client, s.Prefix), nil
 }
 
 // Start implements backend.Kind: a cluster of Members members.
@@ -66,6 +66,12 @@ func (Backend) Start(ctx context.Context, dir string) (backend.Running, error) {
 type clientStore struct {
 	*etcd.Store
 	client *clientv3.Client
+}
+
+// newClientStore is a store on client under prefix, closing client when
+// it closes.
+func newClientStore(client *clientv3.Client, prefix string) clientStore {
+	return clientStore{etcd.New(client, etcd.Options{Prefix: prefix}), client}
 }
 
 func (s clientStore) Close() error { return s.client.Close() }
@@ -108,7 +114,7 @@ func (r *running) Explorable(ctx context.Context) (backend.Explorable, error) {
 		return nil, err
 	}
 	prefix := r.prefix("explore")
-	return explorable{clientStore{etcd.New(client, etcd.Options{Prefix: prefix}), client}, prefix}, nil
+	return explorable{newClientStore(client, prefix), prefix}, nil
 }
 
 // place is one scenario's prefix on the run's cluster. It is a
@@ -212,7 +218,7 @@ func (p *place) OpenMember(ctx context.Context, i int) (backend.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return clientStore{etcd.New(client, etcd.Options{Prefix: p.prefix}), client}, nil
+	return newClientStore(client, p.prefix), nil
 }
 
 // explorable is a store whose snapshot is every key under its prefix with
