@@ -21,36 +21,37 @@ import (
 // line, and leaves every row as it was: the contract's bad calls, and the
 // extremes and the fields they leave out.
 func TestInvalidInputIsRefusedAndChangesNothing(t *testing.T) {
-	s := newBadInputStore(t)
-	fenced, unfenced := s.b.Fenced, s.b.Unfenced
+	b := sqliteBackend(t)
+	s := contract.Calls{B: b, Held: contract.BadInputSetup(t, b)}
+	fenced, unfenced := b.Fenced, b.Unfenced
 	long := strings.Repeat("n", leases.MaxNameBytes+1)
 	huge := strings.Repeat("v", 1<<20)
-	contract.RefuseEach(t, s.b, append(contract.BadInputCalls(s.b, s.held),
-		bad("acquire: ttl MinInt64", s.acquire("r", "B", 20, math.MinInt64)),
-		bad("acquire: tick MinInt64", s.acquire("new", "B", math.MinInt64, 1)),
-		bad("acquire: tick+ttl overflows", s.acquire("r", "B", math.MaxInt64, 1)),
-		bad("acquire: holder 1 MiB", s.acquire("r", huge, 20, 1)),
-		bad("acquire: NUL in holder", s.acquire("r", "B\x00'; DELETE FROM authority_leases; --", 20, 1)),
-		bad("acquire: invalid UTF-8 resource", s.acquire("\xc3\x28", "B", 20, 1)),
-		bad("renew: epoch -1", s.renew(s.heldWith(func(l *leases.Lease) { l.Epoch = -1 }), 6, 1)),
-		bad("renew: empty holder", s.renew(s.heldWith(func(l *leases.Lease) { l.Holder = "" }), 6, 1)),
-		bad("renew: tick -1", s.renew(s.held, -1, 1)),
-		bad("renew: tick+ttl overflows", s.renew(s.held, 6, math.MaxInt64)),
-		bad("release: epoch 0", s.release(s.heldWith(func(l *leases.Lease) { l.Epoch = 0 }), 6)),
-		bad("release: empty resource", s.release(s.heldWith(func(l *leases.Lease) { l.Resource = "" }), 6)),
-		bad("release: tick -1", s.release(s.held, -1)),
-		bad("write: epoch MinInt64", s.write(fenced, "r", math.MinInt64, "x")),
-		bad("write: value 1 MiB", s.write(fenced, "r", 2, huge)),
-		bad("write: NUL in value", s.write(fenced, "r", 2, "x\x00y")),
-		bad("write: invalid UTF-8 value", s.write(fenced, "r", 2, "\xff")),
-		bad("unfenced write: NUL in resource", s.write(unfenced, "r\x00", 2, "x")),
-		bad("observe: epoch 0", s.observe(fenced, "r", 0)),
-		bad("observe: empty resource", s.observe(fenced, "", 2)),
-		bad("observe: an unfenced receiver", s.observe(unfenced, "r", 2)),
-		bad("read: empty resource", s.read("")),
-		bad("read: resource 257 bytes", s.read(long)),
-		bad("holder: NUL in resource", s.holder("r\x00", 6)),
-		bad("holder: tick MinInt64", s.holder("r", math.MinInt64)),
+	contract.RefuseEach(t, b, append(contract.BadInputCalls(b, s.Held),
+		bad("acquire: ttl MinInt64", s.Acquire("r", "B", 20, math.MinInt64)),
+		bad("acquire: tick MinInt64", s.Acquire("new", "B", math.MinInt64, 1)),
+		bad("acquire: tick+ttl overflows", s.Acquire("r", "B", math.MaxInt64, 1)),
+		bad("acquire: holder 1 MiB", s.Acquire("r", huge, 20, 1)),
+		bad("acquire: NUL in holder", s.Acquire("r", "B\x00'; DELETE FROM authority_leases; --", 20, 1)),
+		bad("acquire: invalid UTF-8 resource", s.Acquire("\xc3\x28", "B", 20, 1)),
+		bad("renew: epoch -1", s.Renew(s.HeldWith(func(l *leases.Lease) { l.Epoch = -1 }), 6, 1)),
+		bad("renew: empty holder", s.Renew(s.HeldWith(func(l *leases.Lease) { l.Holder = "" }), 6, 1)),
+		bad("renew: tick -1", s.Renew(s.Held, -1, 1)),
+		bad("renew: tick+ttl overflows", s.Renew(s.Held, 6, math.MaxInt64)),
+		bad("release: epoch 0", s.Release(s.HeldWith(func(l *leases.Lease) { l.Epoch = 0 }), 6)),
+		bad("release: empty resource", s.Release(s.HeldWith(func(l *leases.Lease) { l.Resource = "" }), 6)),
+		bad("release: tick -1", s.Release(s.Held, -1)),
+		bad("write: epoch MinInt64", s.Write(fenced, "r", math.MinInt64, "x")),
+		bad("write: value 1 MiB", s.Write(fenced, "r", 2, huge)),
+		bad("write: NUL in value", s.Write(fenced, "r", 2, "x\x00y")),
+		bad("write: invalid UTF-8 value", s.Write(fenced, "r", 2, "\xff")),
+		bad("unfenced write: NUL in resource", s.Write(unfenced, "r\x00", 2, "x")),
+		bad("observe: epoch 0", s.Observe(fenced, "r", 0)),
+		bad("observe: empty resource", s.Observe(fenced, "", 2)),
+		bad("observe: an unfenced receiver", s.Observe(unfenced, "r", 2)),
+		bad("read: empty resource", s.Read("")),
+		bad("read: resource 257 bytes", s.Read(long)),
+		bad("holder: NUL in resource", s.Holder("r\x00", 6)),
+		bad("holder: tick MinInt64", s.Holder("r", math.MinInt64)),
 	), 300)
 }
 

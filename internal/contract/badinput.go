@@ -58,21 +58,65 @@ func BadInputSetup(t *testing.T, b Backend) leases.Lease {
 	return held
 }
 
+// Calls builds calls on a backend as BadInputSetup left it, each as the
+// error it returns: what a bad-input test runs.
+type Calls struct {
+	B    Backend
+	Held leases.Lease // A's live lease on "r", from BadInputSetup
+}
+
+// HeldWith is the held lease with change applied: a lease nobody was
+// granted.
+func (c Calls) HeldWith(change func(*leases.Lease)) leases.Lease {
+	l := c.Held
+	change(&l)
+	return l
+}
+
+// Acquire is an acquire's error.
+func (c Calls) Acquire(resource, holder string, now, ttl int64) func() error {
+	return func() error {
+		_, err := c.B.Authority.Acquire(context.Background(), resource, holder, now, ttl)
+		return err
+	}
+}
+
+// Renew is a renewal's error.
+func (c Calls) Renew(l leases.Lease, now, ttl int64) func() error {
+	return func() error { _, err := c.B.Authority.Renew(context.Background(), l, now, ttl); return err }
+}
+
+// Release is a release's error.
+func (c Calls) Release(l leases.Lease, now int64) func() error {
+	return func() error { return c.B.Authority.Release(context.Background(), l, now) }
+}
+
+// Holder is a holder query's error.
+func (c Calls) Holder(resource string, now int64) func() error {
+	return func() error { _, _, err := c.B.Authority.Holder(context.Background(), resource, now); return err }
+}
+
+// Write is a write's error.
+func (c Calls) Write(r leases.Receiver, resource string, epoch int64, value string) func() error {
+	return func() error { _, err := r.Write(context.Background(), resource, epoch, value); return err }
+}
+
+// Observe is an observe's error.
+func (c Calls) Observe(r leases.Receiver, resource string, epoch int64) func() error {
+	return func() error { _, err := r.Observe(context.Background(), resource, epoch); return err }
+}
+
+// Read is the error of a read of the fenced receiver.
+func (c Calls) Read(resource string) func() error {
+	return func() error { _, _, err := c.B.Fenced.Read(context.Background(), resource); return err }
+}
+
 // BadInputCalls are the contract's invalid calls, one or more per argument
 // of the authority and the receivers, on b as BadInputSetup left it.
 func BadInputCalls(b Backend, held leases.Lease) []BadCall {
 	ctx := context.Background()
-	with := func(change func(*leases.Lease)) leases.Lease {
-		l := held
-		change(&l)
-		return l
-	}
-	acquire := func(resource, holder string, now, ttl int64) func() error {
-		return func() error { _, err := b.Authority.Acquire(ctx, resource, holder, now, ttl); return err }
-	}
-	write := func(r leases.Receiver, resource string, epoch int64, value string) func() error {
-		return func() error { _, err := r.Write(ctx, resource, epoch, value); return err }
-	}
+	c := Calls{B: b, Held: held}
+	with, acquire, write := c.HeldWith, c.Acquire, c.Write
 	return []BadCall{
 		{"acquire: empty resource", acquire("", "B", 20, 1)},
 		{"acquire: empty holder", acquire("r", "", 20, 1)},
@@ -83,21 +127,18 @@ func BadInputCalls(b Backend, held leases.Lease) []BadCall {
 		{"acquire: NUL in a name", acquire("r\x00x", "B", 20, 1)},
 		{"acquire: invalid UTF-8", acquire("r\xff", "B", 20, 1)},
 		{"acquire: name too long", acquire(strings.Repeat("r", leases.MaxNameBytes+1), "B", 20, 1)},
-		{"renew: epoch 0", func() error {
-			_, err := b.Authority.Renew(ctx, with(func(l *leases.Lease) { l.Epoch = 0 }), 6, 1)
-			return err
-		}},
-		{"renew: zero ttl", func() error { _, err := b.Authority.Renew(ctx, held, 6, 0); return err }},
-		{"renew: tick before the last change", func() error { _, err := b.Authority.Renew(ctx, held, 4, 1); return err }},
-		{"release: negative epoch", func() error { return b.Authority.Release(ctx, with(func(l *leases.Lease) { l.Epoch = -1 }), 6) }},
-		{"release: tick before the last change", func() error { return b.Authority.Release(ctx, held, 4) }},
+		{"renew: epoch 0", c.Renew(with(func(l *leases.Lease) { l.Epoch = 0 }), 6, 1)},
+		{"renew: zero ttl", c.Renew(held, 6, 0)},
+		{"renew: tick before the last change", c.Renew(held, 4, 1)},
+		{"release: negative epoch", c.Release(with(func(l *leases.Lease) { l.Epoch = -1 }), 6)},
+		{"release: tick before the last change", c.Release(held, 4)},
 		{"write: epoch 0", write(b.Fenced, "r", 0, "x")},
 		{"write: empty resource", write(b.Fenced, "", 2, "x")},
 		{"write: value too long", write(b.Fenced, "r", 2, strings.Repeat("x", leases.MaxValueBytes+1))},
 		{"write: unknown receiver mode", write(b.Receiver("half-fenced"), "r", 2, "x")},
 		{"unfenced write: epoch 0", write(b.Unfenced, "r", 0, "x")},
-		{"observe: epoch 0", func() error { _, err := b.Fenced.Observe(ctx, "r", 0); return err }},
-		{"read: empty resource", func() error { _, _, err := b.Fenced.Read(ctx, ""); return err }},
+		{"observe: epoch 0", c.Observe(b.Fenced, "r", 0)},
+		{"read: empty resource", c.Read("")},
 		{"guarded write: epoch 0", func() error {
 			_, err := b.Guarded.Write(ctx, with(func(l *leases.Lease) { l.Epoch = 0 }), 6, "x")
 			return err
@@ -108,8 +149,8 @@ func BadInputCalls(b Backend, held leases.Lease) []BadCall {
 		}},
 		{"guarded read: NUL in a name", func() error { _, _, err := b.Guarded.Read(ctx, "r\x00"); return err }},
 		{"guarded read: empty resource", func() error { _, _, err := b.Guarded.Read(ctx, ""); return err }},
-		{"holder: empty resource", func() error { _, _, err := b.Authority.Holder(ctx, "", 6); return err }},
-		{"holder: negative tick", func() error { _, _, err := b.Authority.Holder(ctx, "r", -1); return err }},
+		{"holder: empty resource", c.Holder("", 6)},
+		{"holder: negative tick", c.Holder("r", -1)},
 	}
 }
 
