@@ -229,13 +229,20 @@ func (r *script) restartMember() {
 // readEachMember reads the authority's lease and the receiver's record
 // through each member alone, one step per member.
 func (r *script) readEachMember() {
-	for i := range r.cluster().Members() {
+	if r.err != nil {
+		return
+	}
+	c, ok := r.cluster()
+	if !ok {
+		return
+	}
+	for i := range c.Members() {
 		if r.err != nil {
 			return
 		}
 		step := Step{Actor: ClusterActor, Operation: OpReadMember, Tick: r.clock, Outcome: OutcomeRead,
 			Detail: fmt.Sprintf("member %d", i+1)}
-		store, err := r.cluster().OpenMember(r.ctx, i)
+		store, err := c.OpenMember(r.ctx, i)
 		if err != nil {
 			r.fail(step, err)
 			return
@@ -282,13 +289,14 @@ func (r *script) lastHolder() string {
 	return ""
 }
 
-func (r *script) cluster() backend.Cluster {
+// cluster is the scenario's place as a cluster; where it is not one, the
+// script fails.
+func (r *script) cluster() (backend.Cluster, bool) {
 	c, ok := r.place.(backend.Cluster)
 	if !ok {
 		r.err = fmt.Errorf("scenario %s needs a replicated backend", r.def.Name)
-		return noCluster{}
 	}
-	return c
+	return c, ok
 }
 
 func (r *script) onCluster(operation, outcome string, do func(backend.Cluster) error) {
@@ -296,8 +304,8 @@ func (r *script) onCluster(operation, outcome string, do func(backend.Cluster) e
 		return
 	}
 	step := Step{Actor: ClusterActor, Operation: operation, Tick: r.clock, Outcome: outcome}
-	c := r.cluster()
-	if r.err != nil {
+	c, ok := r.cluster()
+	if !ok {
 		return
 	}
 	if err := do(c); err != nil {
@@ -353,12 +361,3 @@ func describe(n int, s Step) string {
 	}
 	return what + ")"
 }
-
-// noCluster stands in when a place is not a cluster; the script has
-// failed by then, and nothing calls it.
-type noCluster struct{ backend.Place }
-
-func (noCluster) Members() int                                           { return 0 }
-func (noCluster) StopLeader(context.Context) error                       { return nil }
-func (noCluster) RestartStopped(context.Context) error                   { return nil }
-func (noCluster) OpenMember(context.Context, int) (backend.Store, error) { return nil, nil }
