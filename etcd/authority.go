@@ -24,18 +24,9 @@ func (a *authority) Acquire(ctx context.Context, resource, holder string, now, t
 		return leases.Lease{}, err
 	}
 	var granted leases.Lease
-	key := a.store.key(authorityKind, resource)
-	err := a.store.decide(ctx, []string{key}, func(views []view) ([]write, error) {
-		row, found, err := decodeRow(views[0])
-		if err != nil {
-			return nil, err
-		}
-		next, lease, err := rules.Acquire(row, found, resource, holder, now, ttl)
-		if err != nil {
-			return nil, err
-		}
-		granted = lease
-		return encode(key, next)
+	err := a.decideRow(ctx, resource, func(row rules.LeaseRow, found bool) (next rules.LeaseRow, err error) {
+		next, granted, err = rules.Acquire(row, found, resource, holder, now, ttl)
+		return next, err
 	})
 	return rules.Granted(granted, err, resource, holder, now)
 }
@@ -46,16 +37,9 @@ func (a *authority) Renew(ctx context.Context, held leases.Lease, now, ttl int64
 		return leases.Lease{}, err
 	}
 	var renewed leases.Lease
-	key := a.store.key(authorityKind, held.Resource)
-	err := a.store.decide(ctx, []string{key}, func(views []view) ([]write, error) {
-		row, found, err := decodeRow(views[0])
-		if err != nil {
-			return nil, err
-		}
-		if row, renewed, err = rules.Renew(row, found, held, now, ttl); err != nil {
-			return nil, err
-		}
-		return encode(key, row)
+	err := a.decideRow(ctx, held.Resource, func(row rules.LeaseRow, found bool) (next rules.LeaseRow, err error) {
+		next, renewed, err = rules.Renew(row, found, held, now, ttl)
+		return next, err
 	})
 	if err != nil {
 		return leases.Lease{}, fmt.Errorf("renew %q for %q at tick %d: %w", held.Resource, held.Holder, now, err)
@@ -69,16 +53,8 @@ func (a *authority) Release(ctx context.Context, held leases.Lease, now int64) e
 	if err := rules.CheckHeld(held, now); err != nil {
 		return err
 	}
-	key := a.store.key(authorityKind, held.Resource)
-	err := a.store.decide(ctx, []string{key}, func(views []view) ([]write, error) {
-		row, found, err := decodeRow(views[0])
-		if err != nil {
-			return nil, err
-		}
-		if row, err = rules.Release(row, found, held, now); err != nil {
-			return nil, err
-		}
-		return encode(key, row)
+	err := a.decideRow(ctx, held.Resource, func(row rules.LeaseRow, found bool) (rules.LeaseRow, error) {
+		return rules.Release(row, found, held, now)
 	})
 	if err != nil {
 		return fmt.Errorf("release %q for %q at tick %d: %w", held.Resource, held.Holder, now, err)
@@ -128,4 +104,23 @@ func (a *authority) Changed(ctx context.Context, resource string) (<-chan struct
 		}
 	}()
 	return changed, nil
+}
+
+// decideRow makes one decision on resource's lease row, in one
+// transaction: decide gets the row, and whether there is one, and returns
+// the row to write, or an error to write nothing. decide may run again,
+// on the current row, when the store's guess was stale.
+func (a *authority) decideRow(ctx context.Context, resource string, decide func(row rules.LeaseRow, found bool) (rules.LeaseRow, error)) error {
+	key := a.store.key(authorityKind, resource)
+	return a.store.decide(ctx, []string{key}, func(views []view) ([]write, error) {
+		row, found, err := decodeRow(views[0])
+		if err != nil {
+			return nil, err
+		}
+		next, err := decide(row, found)
+		if err != nil {
+			return nil, err
+		}
+		return encode(key, next)
+	})
 }
