@@ -1,6 +1,9 @@
 package leases
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Limits on what an authority or a receiver stores, so that hostile input
 // is refused with ErrInvalidInput instead of bloating or confusing a store.
@@ -17,9 +20,10 @@ const (
 // Every error an operation returns is one of three kinds, and they call
 // for different things:
 //
-//   - A refusal: the input was refused (ErrInvalidInput, ErrTickBackwards)
-//     or the operation was decided against (ErrLeaseHeld, ErrNotHolder,
-//     ErrLeaseExpired). Nothing changed.
+//   - A refusal ([IsRefusal]): the input was refused (ErrInvalidInput) or
+//     the operation was decided against on what the store holds
+//     (ErrLeaseHeld, ErrNotHolder, ErrLeaseExpired, ErrTickBackwards).
+//     Nothing changed.
 //   - A failure before commit: any other error except ErrOutcomeUnknown.
 //     The store could not read or write, the file moved, or the context
 //     ended before the commit was sent (the error then also matches the
@@ -34,14 +38,17 @@ var (
 	ErrInvalidInput = errors.New("invalid input")
 
 	// ErrTickBackwards reports a tick earlier than the last tick at which
-	// the authority changed the resource's lease. It is also an
-	// ErrInvalidInput. Nothing is changed.
+	// the authority changed the resource's lease: another caller, whose
+	// clock is ahead, changed it first. It is a refusal decided on what
+	// the store holds, not invalid input: with callers' clocks a race can
+	// produce it. [BackwardsError] gives the ticks. Nothing is changed.
 	ErrTickBackwards = errors.New("tick runs backwards")
 
 	// ErrLeaseHeld reports an acquire refused because another lease on the
 	// resource is still live; the message names the holder and the tick at
-	// which its lease expires. The live lease's own holder is refused too:
-	// renewal, not a second acquire, extends a lease.
+	// which its lease expires, and [HeldError] gives the live lease. The
+	// live lease's own holder is refused too: renewal, not a second
+	// acquire, extends a lease.
 	ErrLeaseHeld = errors.New("lease held")
 
 	// ErrLeaseExpired reports a renew or release of a lease whose expiry
@@ -87,3 +94,52 @@ var (
 	// from that view: close it and open the file again.
 	ErrReopenRequired = errors.New("store must be reopened")
 )
+
+// IsRefusal reports whether err is a refusal: invalid input, or an
+// operation decided against on what the store holds (ErrLeaseHeld,
+// ErrNotHolder, ErrLeaseExpired, ErrTickBackwards). A refusal changed
+// nothing, and retrying the same call unchanged gets the same answer until
+// the store changes. Any other error is a failure (before commit, or with
+// an unknown outcome: ErrOutcomeUnknown).
+func IsRefusal(err error) bool {
+	for _, refusal := range []error{ErrInvalidInput, ErrLeaseHeld, ErrNotHolder, ErrLeaseExpired, ErrTickBackwards} {
+		if errors.Is(err, refusal) {
+			return true
+		}
+	}
+	return false
+}
+
+// HeldError is the refusal of an acquire while another lease is live
+// (errors.Is(err, ErrLeaseHeld)); errors.As gives it, with the live lease.
+type HeldError struct {
+	// Live is the lease that is live.
+	Live Lease
+	// At is the tick the acquire was decided at: the lease is live for
+	// another Live.ExpiresAt-At ticks.
+	At int64
+}
+
+// Error names the holder and the tick at which its lease expires.
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("%v: resource %q is held by %q until tick %d", ErrLeaseHeld, e.Live.Resource, e.Live.Holder, e.Live.ExpiresAt)
+}
+
+// Unwrap makes a HeldError match ErrLeaseHeld.
+func (e *HeldError) Unwrap() error { return ErrLeaseHeld }
+
+// BackwardsError is the refusal of a call whose tick is earlier than the
+// last change to the resource's lease (errors.Is(err, ErrTickBackwards)).
+type BackwardsError struct {
+	Resource string
+	// Tick is the call's tick, Last the tick of the last change.
+	Tick, Last int64
+}
+
+// Error names both ticks.
+func (e *BackwardsError) Error() string {
+	return fmt.Sprintf("%v: tick %d is before tick %d, the last change to %q", ErrTickBackwards, e.Tick, e.Last, e.Resource)
+}
+
+// Unwrap makes a BackwardsError match ErrTickBackwards.
+func (e *BackwardsError) Unwrap() error { return ErrTickBackwards }

@@ -61,7 +61,7 @@ func (s *Store) decide(ctx context.Context, keys []string, decideFn decideFunc) 
 	}
 	for {
 		writes, decision := decideFn(views)
-		if decision != nil && !rules.IsRefusal(decision) {
+		if decision != nil && !leases.IsRefusal(decision) {
 			return rules.BeforeCommit(ctx, decision)
 		}
 		if current && (decision != nil || len(writes) == 0) {

@@ -14,7 +14,7 @@ import (
 // call said. A refusal stays a refusal: it was decided on what the store
 // held.
 func BeforeCommit(ctx context.Context, err error) error {
-	if ctx.Err() == nil || IsRefusal(err) {
+	if ctx.Err() == nil || leases.IsRefusal(err) {
 		return err
 	}
 	return fmt.Errorf("cancelled before commit, nothing changed: %w", WithContext(ctx, err))

@@ -46,8 +46,7 @@ func Acquire(row LeaseRow, found bool, resource, holder string, now, ttl int64) 
 			return LeaseRow{}, leases.Lease{}, err
 		}
 		if row.LiveAt(now) {
-			return LeaseRow{}, leases.Lease{}, fmt.Errorf("%w: resource %q is held by %q until tick %d",
-				leases.ErrLeaseHeld, resource, row.Holder, row.ExpiresAt)
+			return LeaseRow{}, leases.Lease{}, &leases.HeldError{Live: row.Lease(resource), At: now}
 		}
 		next = row.Epoch + 1
 	}
@@ -105,8 +104,7 @@ func checkHolds(row LeaseRow, found bool, held leases.Lease, now int64) error {
 
 func checkNotBackwards(resource string, row LeaseRow, now int64) error {
 	if now < row.LastTick {
-		return fmt.Errorf("%w: %w: tick %d is before tick %d, the last change to %q",
-			leases.ErrInvalidInput, leases.ErrTickBackwards, now, row.LastTick, resource)
+		return &leases.BackwardsError{Resource: resource, Tick: now, Last: row.LastTick}
 	}
 	return nil
 }
@@ -146,6 +144,19 @@ func Observe(stored leases.Record, found bool, epoch int64) leases.WriteResult {
 		return leases.WriteResult{Outcome: leases.Stale, Record: stored}
 	case found && epoch == stored.Epoch:
 		return leases.WriteResult{Outcome: leases.Replay, Record: stored}
+	}
+	stored.Epoch = epoch
+	return leases.WriteResult{Outcome: leases.Accepted, Record: stored}
+}
+
+// Admit decides a fence's admission of a transaction for the holder of
+// epoch, given the stored record: Accepted while no higher epoch has been
+// committed (the fence rises to epoch, or is at it already: a tenure runs
+// any number of admitted transactions), Stale once one has. The value is
+// kept either way.
+func Admit(stored leases.Record, found bool, epoch int64) leases.WriteResult {
+	if found && epoch < stored.Epoch {
+		return leases.WriteResult{Outcome: leases.Stale, Record: stored}
 	}
 	stored.Epoch = epoch
 	return leases.WriteResult{Outcome: leases.Accepted, Record: stored}

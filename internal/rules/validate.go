@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -113,15 +112,4 @@ func First(errs ...error) error {
 		}
 	}
 	return nil
-}
-
-// IsRefusal reports whether err is a refusal: invalid input, or an
-// operation decided against. A refusal changed nothing.
-func IsRefusal(err error) bool {
-	for _, refusal := range []error{leases.ErrInvalidInput, leases.ErrLeaseHeld, leases.ErrNotHolder, leases.ErrLeaseExpired} {
-		if errors.Is(err, refusal) {
-			return true
-		}
-	}
-	return false
 }
