@@ -25,7 +25,7 @@ type Prepared struct {
 // (see [Table.Create]). Close the Prepared before db.
 func (t *Table) Prepare(ctx context.Context, db *sql.DB) (*Prepared, error) {
 	p := &Prepared{table: t, byText: map[string]*sql.Stmt{}}
-	for _, text := range []string{t.sql.write, t.sql.observe, t.sql.read, t.sql.readRejecting} {
+	for _, text := range []string{t.sql.write, t.sql.observe, t.sql.admit, t.sql.read, t.sql.readRejecting} {
 		if p.byText[text] != nil {
 			continue // SQLite reads a rejecting row as any other
 		}
@@ -47,6 +47,11 @@ func (p *Prepared) Write(ctx context.Context, tx *sql.Tx, resource string, epoch
 // Observe is [Table.Observe] with the prepared statements.
 func (p *Prepared) Observe(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
 	return p.table.observe(ctx, p, tx, resource, epoch)
+}
+
+// Admit is [Table.Admit] with the prepared statements.
+func (p *Prepared) Admit(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
+	return p.table.admit(ctx, p, tx, resource, epoch)
 }
 
 // Read is [Table.Read] with the prepared statements.

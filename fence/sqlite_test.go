@@ -49,3 +49,5 @@ func TestOutcomesOnSQLite(t *testing.T) { fencetest.Outcomes(t, usersFile(t)) }
 func TestRuleOnSQLite(t *testing.T) { fencetest.Rule(t, usersFile(t)) }
 
 func TestBadInputOnSQLite(t *testing.T) { fencetest.BadInput(t, usersFile(t)) }
+
+func TestTenuresOnSQLite(t *testing.T) { fencetest.Tenures(t, usersFile(t)) }

@@ -16,6 +16,9 @@ const (
 		OR (excluded.epoch = stored.epoch AND COALESCE(stored.value_epoch, 0) < stored.epoch)`
 	// Only a higher epoch raises the fence.
 	acceptObserve = `excluded.epoch > stored.epoch`
+	// A transaction of the newest tenure, or of a newer one, is admitted;
+	// one of an older tenure is not.
+	acceptAdmit = `excluded.epoch >= stored.epoch`
 )
 
 // The statements of both dialects: {table} is the table's name, $n the
@@ -56,6 +59,17 @@ const (
 		WHERE ` + acceptObserve + `
 	RETURNING epoch, value_epoch, value`
 
+	// Admits a transaction for the holder of an epoch: raises the fence
+	// to it, or sets it to what it is (so that the row is written, and
+	// locked until the transaction ends, also when the fence was at the
+	// epoch already), and returns the row when it did.
+	admitTemplate = `INSERT INTO "{table}" AS stored (resource, epoch)
+	VALUES ($1, $2)
+	ON CONFLICT (resource) DO UPDATE
+		SET epoch = excluded.epoch
+		WHERE ` + acceptAdmit + `
+	RETURNING epoch, value_epoch, value`
+
 	readTemplate = `SELECT epoch, value_epoch, value FROM "{table}" WHERE resource = $1`
 
 	// FOR UPDATE (PostgreSQL only) reads the row a write or observe was
@@ -68,7 +82,7 @@ const (
 
 // statements are one table's SQL, in one dialect.
 type statements struct {
-	create, write, observe, read, readRejecting string
+	create, write, observe, admit, read, readRejecting string
 }
 
 func newStatements(dialect Dialect, table string) statements {
@@ -86,6 +100,7 @@ func newStatements(dialect Dialect, table string) statements {
 		create:        schema.Replace(createTemplate),
 		write:         dml.Replace(writeTemplate),
 		observe:       dml.Replace(observeTemplate),
+		admit:         dml.Replace(admitTemplate),
 		read:          dml.Replace(readTemplate),
 		readRejecting: dml.Replace(readTemplate + lock),
 	}

@@ -29,6 +29,17 @@ func TestNewRefusesAllButPlainNames(t *testing.T) {
 		{fence.PostgreSQL, `fence"; DROP TABLE users; --`, false},
 		{fence.PostgreSQL, "fence ", false},
 		{fence.PostgreSQL, "zäune", false},
+		// Each character class at its edges: a-z, 0-9 and _ are in, the
+		// characters on either side of each range are out, and a name
+		// may not start with either end of 0-9.
+		{fence.SQLite, "az_09", true},
+		{fence.SQLite, "fence`", false}, // just before a
+		{fence.SQLite, "fence{", false}, // just after z
+		{fence.SQLite, "fence/", false}, // just before 0
+		{fence.SQLite, "fence:", false}, // just after 9
+		{fence.SQLite, "0fence", false},
+		{fence.SQLite, "9fence", false},
+		{fence.SQLite, "_9fence", true},
 		{fence.Dialect(0), fence.DefaultTable, false},
 		{fence.Dialect(3), fence.DefaultTable, false},
 	} {

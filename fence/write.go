@@ -69,23 +69,53 @@ func (t *Table) Observe(ctx context.Context, tx *sql.Tx, resource string, epoch 
 }
 
 func (t *Table) observe(ctx context.Context, run runner, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
+	return t.raise(ctx, run, tx, "observe", t.sql.observe, rules.Observe, resource, epoch)
+}
+
+// raise runs one of the statements that raise the fence to epoch and keep
+// the value (an observe's, an admit's), deciding with rule; verb names the
+// call in errors.
+func (t *Table) raise(ctx context.Context, run runner, tx *sql.Tx, verb, statement string,
+	rule func(stored leases.Record, found bool, epoch int64) leases.WriteResult,
+	resource string, epoch int64) (leases.WriteResult, error) {
 	if err := rules.CheckObserve(leases.Fenced, resource, epoch); err != nil {
 		return leases.WriteResult{}, err
 	}
-	// An observe keeps the stored value: the upsert returns the row.
+	// The value is kept: the upsert returns the row it stored.
 	result, err := t.settle(ctx, run, tx, resource, func() (bool, leases.Record, error) {
-		stored, found, err := scanRecord(run.queryRow(ctx, tx, t.sql.observe, resource, epoch))
+		stored, found, err := scanRecord(run.queryRow(ctx, tx, statement, resource, epoch))
 		if err == nil && found && stored.Epoch != epoch {
 			err = fmt.Errorf("%w: stored epoch %d instead of %d", errDisagree, stored.Epoch, epoch)
 		}
 		return found, stored, err
 	}, func(stored leases.Record) leases.WriteResult {
-		return rules.Observe(stored, true, epoch)
+		return rule(stored, true, epoch)
 	})
 	if err != nil {
-		return leases.WriteResult{}, fmt.Errorf("fence %s: observe %q at epoch %d: %w", t.name, resource, epoch, err)
+		return leases.WriteResult{}, fmt.Errorf("fence %s: %s %q at epoch %d: %w", t.name, verb, resource, epoch, err)
 	}
 	return result, nil
+}
+
+// Admit lets tx act for the holder of epoch only while epoch is the
+// newest epoch the table has seen for resource: the guard for a tenure
+// that runs any number of transactions, beside Write's one value per
+// epoch. Admitted (Accepted), the fence is at epoch and its row is locked
+// until tx ends, so that no transaction of a newer tenure can raise the
+// fence, and no older one be admitted, before tx commits or rolls back:
+// store your own rows in tx, and commit. Stale means a newer epoch has
+// reached the table: this holder has been superseded and must not act.
+// The stored value is kept either way.
+//
+// A holder calls it first in each of its transactions, after having
+// observed its epoch once when its tenure began (see [Table.Tenure],
+// which does both). Errors as for [Table.Write].
+func (t *Table) Admit(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
+	return t.admit(ctx, unprepared{}, tx, resource, epoch)
+}
+
+func (t *Table) admit(ctx context.Context, run runner, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
+	return t.raise(ctx, run, tx, "admit", t.sql.admit, rules.Admit, resource, epoch)
 }
 
 // Read returns the record of resource as tx sees it; found is false while

@@ -16,6 +16,8 @@ func TestRuleOnPostgreSQL(t *testing.T) { fencetest.Rule(t, database(t, 0)) }
 
 func TestBadInputOnPostgreSQL(t *testing.T) { fencetest.BadInput(t, database(t, 0)) }
 
+func TestTenuresOnPostgreSQL(t *testing.T) { fencetest.Tenures(t, database(t, 0)) }
+
 // writers returns n handles of one connection each, as n processes.
 func writers(t *testing.T, n int) []fencetest.DB {
 	t.Helper()

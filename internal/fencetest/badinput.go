@@ -44,6 +44,8 @@ func BadInput(t *testing.T, db DB) {
 		}},
 		{"observe: empty resource", func() error { _, err := absent.Observe(ctx, tx, "", 1); return err }},
 		{"observe: epoch 0", func() error { _, err := absent.Observe(ctx, tx, "r", 0); return err }},
+		{"admit: empty resource", func() error { _, err := absent.Admit(ctx, tx, "", 1); return err }},
+		{"admit: epoch 0", func() error { _, err := absent.Admit(ctx, tx, "r", 0); return err }},
 		{"read: empty resource", func() error { _, _, err := absent.Read(ctx, tx, ""); return err }},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -60,14 +60,15 @@ func (c call) stored() bool { return c.committed > 0 && c.result.Outcome == leas
 
 // Concurrent runs the load: each writer offers epochs around the current
 // one (a new holder now and then, stale holders often, replays of the
-// same value and conflicting ones at the same epoch, observes), stores a
-// business row when the fence accepts, and commits (or, now and then,
-// rolls back). Then it checks, from what the writers saw and what the
+// same value and conflicting ones at the same epoch, observes, admits of
+// a tenure's transactions), stores a business row when the fence accepts
+// a write or admits a transaction, and commits (or, now and then, rolls
+// back). Then it checks, from what the writers saw and what the
 // database holds:
-//   - no accepted write or observe with an epoch below one committed
-//     before its transaction began, and no transaction committing an
-//     accepted write after a higher epoch committed before its commit
-//     started;
+//   - no accepted write, observe or admit with an epoch below one
+//     committed before its transaction began, and no transaction
+//     committing an accepted call after a higher epoch committed before
+//     its commit started;
 //   - at most one value committed per resource and epoch;
 //   - the fence never goes down: every transaction, and every read after
 //     a commit, sees at least every epoch committed before it began;
@@ -144,9 +145,11 @@ func pickStep(rng *rand.Rand, latest *atomic.Int64, w, k int) step {
 		return write(epoch, fmt.Sprintf("v%d", epoch))
 	}
 	epoch := max(1, latest.Load()-int64(rng.IntN(3)))
-	switch rng.IntN(8) {
+	switch rng.IntN(10) {
 	case 0:
 		return observe(epoch)
+	case 8, 9: // a transaction of a tenure, one of many
+		return admit(epoch, fmt.Sprintf("a%d-%d", w, k))
 	case 1, 2, 3:
 		return write(epoch, fmt.Sprintf("v%d", epoch))
 	default:
@@ -196,7 +199,7 @@ func transaction(ctx context.Context, db DB, tx *sql.Tx, table *fence.Table, via
 	if c.result, err = c.step.run(ctx, via, tx, c.resource); err != nil {
 		return err
 	}
-	if c.result.Outcome == leases.Accepted && !c.observe {
+	if c.result.Outcome == leases.Accepted && !c.observe { // a write, or an admitted transaction
 		return InsertBusiness(ctx, db, tx, table, c.resource, c.epoch, c.value, c.writer)
 	}
 	return nil
@@ -234,8 +237,11 @@ func tally(t *testing.T, calls [][]call) []call {
 		for _, c := range writer {
 			all = append(all, c)
 			kind := "write"
-			if c.observe {
+			switch {
+			case c.observe:
 				kind = "observe"
+			case c.admit:
+				kind = "admit"
 			}
 			switch {
 			case c.err != nil:
@@ -248,7 +254,7 @@ func tally(t *testing.T, calls [][]call) []call {
 		}
 	}
 	t.Logf("%d transactions: %v", len(all), counts)
-	for _, want := range []string{"write accepted committed", "write stale", "write conflict", "observe accepted committed", "observe stale"} {
+	for _, want := range []string{"write accepted committed", "write stale", "write conflict", "observe accepted committed", "observe stale", "admit accepted committed", "admit stale"} {
 		if counts[want] == 0 {
 			t.Errorf("no %q among the outcomes: the load does not exercise the fence", want)
 		}

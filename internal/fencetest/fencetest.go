@@ -61,6 +61,7 @@ func Setup(t testing.TB, db DB, name string) *fence.Table {
 type Fence interface {
 	Write(ctx context.Context, tx *sql.Tx, resource string, epoch int64, value string) (leases.WriteResult, error)
 	Observe(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error)
+	Admit(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error)
 	Read(ctx context.Context, tx *sql.Tx, resource string) (leases.Record, bool, error)
 }
 

@@ -24,8 +24,8 @@ func checkHistory(t *testing.T, db DB, table *fence.Table, resource string, all 
 	// fenceBefore is the highest epoch committed before clock tick at.
 	fenceBefore := func(at int64) (epoch int64, value bool) {
 		for _, s := range stored {
-			if s.committed < at && (s.epoch > epoch || s.epoch == epoch && !s.observe) {
-				epoch, value = s.epoch, !s.observe
+			if s.committed < at && (s.epoch > epoch || s.epoch == epoch && s.writes()) {
+				epoch, value = s.epoch, s.writes()
 			}
 		}
 		return epoch, value
@@ -41,7 +41,7 @@ func checkHistory(t *testing.T, db DB, table *fence.Table, resource string, all 
 				resource, describe(c.step), c.result.Record.Epoch, floor)
 		case c.result.Outcome == leases.Accepted && c.epoch < floor:
 			t.Errorf("%s: %s accepted although epoch %d was committed before it began", resource, describe(c.step), floor)
-		case c.result.Outcome == leases.Accepted && c.epoch == floor && (c.observe || valueAtFloor):
+		case c.result.Outcome == leases.Accepted && c.epoch == floor && !c.admit && (c.observe || valueAtFloor):
 			t.Errorf("%s: %s accepted although epoch %d had been committed %s before it began",
 				resource, describe(c.step), floor, map[bool]string{true: "with a value", false: "by an observe"}[valueAtFloor])
 		}
@@ -60,6 +60,10 @@ func checkHistory(t *testing.T, db DB, table *fence.Table, resource string, all 
 		}
 		want.Epoch = max(want.Epoch, a.epoch)
 		if a.observe {
+			continue
+		}
+		if a.admit {
+			wantRows = append(wantRows, Row(a.epoch, a.value)) // a tenure's rows: any number per epoch
 			continue
 		}
 		if other, ok := valueAt[a.epoch]; ok {

@@ -11,20 +11,32 @@ import (
 	"leases/fence"
 )
 
-// step is one call of the fence, committed or not.
+// step is one call of the fence, committed or not: a write, an observe,
+// or an admit.
 type step struct {
 	observe bool
+	admit   bool
 	epoch   int64
-	value   string
+	value   string // a write's value; an admitted transaction's business row
 }
 
 func write(epoch int64, value string) step { return step{epoch: epoch, value: value} }
 func observe(epoch int64) step             { return step{observe: true, epoch: epoch} }
 
+// admit is a transaction of the holder of epoch that stores value in a
+// business row once admitted.
+func admit(epoch int64, value string) step { return step{admit: true, epoch: epoch, value: value} }
+
+// writes reports whether the step stores a value in the fence row.
+func (s step) writes() bool { return !s.observe && !s.admit }
+
 // run calls the fence for s in tx.
 func (s step) run(ctx context.Context, table Fence, tx *sql.Tx, resource string) (leases.WriteResult, error) {
-	if s.observe {
+	switch {
+	case s.observe:
 		return table.Observe(ctx, tx, resource, s.epoch)
+	case s.admit:
+		return table.Admit(ctx, tx, resource, s.epoch)
 	}
 	return table.Write(ctx, tx, resource, s.epoch, s.value)
 }

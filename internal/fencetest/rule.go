@@ -13,9 +13,10 @@ import (
 // Rule holds the fence's SQL to the receiver rule: for every shape of the
 // stored row (none; a value at the fence's epoch; a value below it, or
 // none, after an observe) and every call (a write at a lower, equal or
-// higher epoch with the same or another value; an observe at those
-// epochs), the fence answers what rules.Write or rules.Observe decide
-// over the same row, and commits exactly the record it reports.
+// higher epoch with the same or another value; an observe or an admit at
+// those epochs), the fence answers what rules.Write, rules.Observe or
+// rules.Admit decide over the same row, and commits exactly the record it
+// reports.
 func Rule(t *testing.T, db DB) {
 	table := Setup(t, db, "rule")
 	for _, face := range faces(t, db, table) {
@@ -37,7 +38,7 @@ func rule(t *testing.T, db DB, table *fence.Table, via Fence) {
 		{name: "no value below the fence", found: true, Record: rec(fenceEpoch, 0, "")},
 	} {
 		for _, epoch := range []int64{fenceEpoch - 1, fenceEpoch, fenceEpoch + 1} {
-			for _, call := range []step{write(epoch, "v"), write(epoch, "w"), observe(epoch)} {
+			for _, call := range []step{write(epoch, "v"), write(epoch, "w"), observe(epoch), admit(epoch, "")} {
 				name := fmt.Sprintf("%s, %s", s.name, describe(call))
 				t.Run(name, func(t *testing.T) {
 					ctx := Context(t)
@@ -45,9 +46,12 @@ func rule(t *testing.T, db DB, table *fence.Table, via Fence) {
 					if s.found {
 						putRow(t, db, table.Name(), resource, s.Record)
 					}
-					want := rules.Observe(s.Record, s.found, call.epoch)
-					if !call.observe {
-						want = rules.Write(leases.Fenced, s.Record, s.found, call.epoch, call.value)
+					want := rules.Write(leases.Fenced, s.Record, s.found, call.epoch, call.value)
+					switch {
+					case call.observe:
+						want = rules.Observe(s.Record, s.found, call.epoch)
+					case call.admit:
+						want = rules.Admit(s.Record, s.found, call.epoch)
 					}
 					var got leases.WriteResult
 					commit(t, db, func(tx *sql.Tx) {
@@ -69,8 +73,11 @@ func rule(t *testing.T, db DB, table *fence.Table, via Fence) {
 }
 
 func describe(s step) string {
-	if s.observe {
+	switch {
+	case s.observe:
 		return fmt.Sprintf("observe %d", s.epoch)
+	case s.admit:
+		return fmt.Sprintf("admit %d", s.epoch)
 	}
 	return fmt.Sprintf("write %d %q", s.epoch, s.value)
 }
