@@ -11,6 +11,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"leases"
@@ -35,7 +36,16 @@ type Options struct {
 	// process's write lock on the same file. Zero means
 	// DefaultBusyTimeout; a negative value means fail at once.
 	BusyTimeout time.Duration
+	// WatchInterval is how often a waiting acquire (session.Wait) looks
+	// whether another process released or renewed the lease it waits
+	// for: SQLite cannot notify one process of another's commit, so a
+	// waiter reads PRAGMA data_version, which is cheap and takes no
+	// lock, at this interval. Zero means DefaultWatchInterval (10 ms).
+	WatchInterval time.Duration
 }
+
+// DefaultWatchInterval is the WatchInterval of a zero Options.
+const DefaultWatchInterval = sqlitestore.DefaultWatchInterval
 
 // Open opens (creating if needed) the SQLite file at path with the
 // default options. Path ":memory:" is a database of this store's own that
@@ -54,7 +64,10 @@ func (o Options) Open(ctx context.Context, path string) (*Store, error) {
 	case busy < 0:
 		busy = 0
 	}
-	s, err := sqlitestore.Open(ctx, path, busy)
+	if o.WatchInterval < 0 {
+		return nil, fmt.Errorf("%w: sqlite options: WatchInterval %v is negative", leases.ErrInvalidInput, o.WatchInterval)
+	}
+	s, err := sqlitestore.Open(ctx, path, sqlitestore.Config{BusyTimeout: busy, WatchInterval: o.WatchInterval})
 	if err != nil {
 		return nil, err
 	}

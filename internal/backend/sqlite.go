@@ -48,7 +48,7 @@ func (sqliteRun) NewPlace(_ context.Context, scenario string) (Place, error) {
 // Explorable opens an in-memory store: no file, no fsync, so that the
 // explorer's thousands of steps measure the code and not the disk.
 func (sqliteRun) Explorable(ctx context.Context) (Explorable, error) {
-	s, err := sqlitestore.Open(ctx, ":memory:", sqlitestore.DefaultBusyTimeout)
+	s, err := sqlitestore.Open(ctx, ":memory:", sqlitestore.Config{BusyTimeout: sqlitestore.DefaultBusyTimeout})
 	if err != nil {
 		return nil, err
 	}

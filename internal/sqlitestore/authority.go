@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"leases"
 	"leases/internal/rules"
@@ -117,15 +118,81 @@ func (a *Authority) Holder(ctx context.Context, resource string, now int64) (lea
 	return lease, live, nil
 }
 
-// Changed implements [leases.Watcher] for changes made through this
-// store, in this process: SQLite cannot tell one process of another's
-// commits, so a release by another process is seen at the lease's expiry
-// tick at the latest.
+// Changed implements [leases.Watcher]. A change made through this store
+// wakes the channel at once. Another process's commit cannot tell this one
+// of itself (SQLite has no notifications between processes), so while a
+// waiter listens the store looks every WatchInterval at PRAGMA
+// data_version, which changes when another connection commits to the
+// file, and then at the resource's row: a grant, renewal or release of it
+// closes the channel, a commit that left the row as it was does not. The
+// looks are reads that take no write lock, and decide nothing: the waiter
+// then acquires in a transaction of its own.
 func (a *Authority) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
 	if err := rules.CheckName("resource", resource); err != nil {
 		return nil, err
 	}
-	return a.store.changes.next(ctx), nil
+	if err := a.store.usable(); err != nil {
+		return nil, fmt.Errorf("watch %q: %w", resource, err)
+	}
+	inProcess := a.store.changes.next(ctx)
+	version, err := a.store.dataVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("watch %q: %w", resource, rules.BeforeCommit(ctx, err))
+	}
+	row, err := a.peek(ctx, resource)
+	if err != nil {
+		return nil, fmt.Errorf("watch %q: %w", resource, rules.BeforeCommit(ctx, err))
+	}
+	changed := make(chan struct{})
+	go func() {
+		defer close(changed)
+		ticker := time.NewTicker(a.store.watchInterval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-inProcess:
+				return
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+			now, err := a.store.dataVersion(ctx)
+			if err != nil {
+				return // a waiter that wakes looks for itself
+			}
+			if now == version {
+				continue
+			}
+			version = now
+			if after, err := a.peek(ctx, resource); err != nil || after != row {
+				return
+			}
+		}
+	}()
+	return changed, nil
+}
+
+// dataVersion is SQLite's PRAGMA data_version on the store's connection:
+// it changes when another connection has committed to the file.
+func (s *Store) dataVersion(ctx context.Context) (int64, error) {
+	var v int64
+	if err := s.db.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("data version: %w", err)
+	}
+	return v, nil
+}
+
+// peek reads the resource's row outside any transaction (a read that
+// takes no write lock), for a watch that only looks.
+func (a *Authority) peek(ctx context.Context, resource string) (rules.LeaseRow, error) {
+	var row rules.LeaseRow
+	var holder sql.NullString
+	err := a.store.db.QueryRowContext(ctx, sqlReadLease, resource).Scan(&row.Epoch, &holder, &row.GrantedAt, &row.ExpiresAt, &row.LastTick)
+	if errors.Is(err, sql.ErrNoRows) {
+		return rules.LeaseRow{}, nil
+	}
+	row.Holder, row.Held = holder.String, holder.Valid
+	return row, err
 }
 
 // read returns the resource's row; found is false only when there is no

@@ -115,7 +115,7 @@ func TestFailedStatementFailsTheOperation(t *testing.T) {
 func storeWorthProtecting(t *testing.T) (*Store, leases.Lease) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "store.db"), DefaultBusyTimeout)
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "store.db"), Config{BusyTimeout: DefaultBusyTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

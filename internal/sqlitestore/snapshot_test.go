@@ -14,7 +14,7 @@ import (
 func TestRestoreOfABadSnapshotChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	s, _ := storeWorthProtecting(t)
-	empty, err := Open(ctx, ":memory:", DefaultBusyTimeout)
+	empty, err := Open(ctx, ":memory:", Config{BusyTimeout: DefaultBusyTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,20 @@ import (
 // it never orders anything.
 const DefaultBusyTimeout = 10 * time.Second
 
+// DefaultWatchInterval is how often a waiter looks for another process's
+// change to a lease (see Authority.Changed).
+const DefaultWatchInterval = 10 * time.Millisecond
+
+// Config is how a store opens its file.
+type Config struct {
+	// BusyTimeout bounds how long an operation waits for another
+	// process's write lock; zero fails at once.
+	BusyTimeout time.Duration
+	// WatchInterval is how often a waiter looks for another process's
+	// change; zero means DefaultWatchInterval.
+	WatchInterval time.Duration
+}
+
 // Store is one process's handle on the SQLite file that holds the
 // authority's and the receivers' tables. It owns a single connection, so
 // every transaction starts and ends on the same connection.
@@ -40,13 +54,17 @@ type Store struct {
 	failed atomic.Pointer[error]
 	// changes wakes, in this process, those waiting for a lease to change.
 	changes changes
+	// watchInterval is how often a waiter looks for other processes'
+	// changes.
+	watchInterval time.Duration
 }
 
 // Open opens (creating if needed) the SQLite file at path in WAL mode with
 // the default synchronous setting, and creates the authority's and the
 // receivers' tables, each in a transaction of its own. A contending
-// transaction waits up to busyTimeout for another process's lock.
-func Open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, error) {
+// transaction waits up to cfg.BusyTimeout for another process's lock.
+func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
+	busyTimeout := cfg.BusyTimeout
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
@@ -66,7 +84,10 @@ func Open(ctx context.Context, path string, busyTimeout time.Duration) (*Store, 
 	// most one SQLite lock at a time, and an in-memory database (which
 	// is its connection) is never a second, empty one.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db}
+	s := &Store{db: db, watchInterval: cfg.WatchInterval}
+	if s.watchInterval <= 0 {
+		s.watchInterval = DefaultWatchInterval
+	}
 	if err := s.createTables(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), db.Close())
 	}
