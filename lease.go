@@ -1,6 +1,9 @@
 package leases
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Lease is one tenure of a resource: who holds it, with which epoch (the
 // fencing token to send along with every write), and until which tick.
@@ -60,4 +63,29 @@ type Watcher interface {
 	// the call, or when ctx ends. Which changes a backend can see is its
 	// own to document.
 	Changed(ctx context.Context, resource string) (<-chan struct{}, error)
+}
+
+// Lessor is an authority as a lease holder's session uses it: the caller
+// says how long a lease should live, never what time it is. Whose clock
+// decides expiry is the lessor's to document: the authority's own (its
+// server's, or the host's for a file on one machine), or a caller's clock
+// driving an [Authority]'s explicit ticks (package leases/clock). The
+// ticks in the leases it returns are that clock's milliseconds.
+//
+// The outcomes and errors are an Authority's: one transaction per call, a
+// refusal, a failure before commit, or an unknown outcome.
+type Lessor interface {
+	// Acquire grants holder a lease on resource for ttl, with the
+	// resource's next epoch, or is refused with ErrLeaseHeld (a
+	// *HeldError) while a lease is live.
+	Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error)
+	// Renew extends held, which must be the resource's current and live
+	// lease, to ttl from now, never earlier than it expired before.
+	Renew(ctx context.Context, held Lease, ttl time.Duration) (Lease, error)
+	// Release ends held, which must be the resource's current and live
+	// lease, now; its epoch is never granted again.
+	Release(ctx context.Context, held Lease) error
+	// Holder returns the lease live on resource now, and false when there
+	// is none.
+	Holder(ctx context.Context, resource string) (Lease, bool, error)
 }

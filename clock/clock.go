@@ -22,14 +22,20 @@ type Clock interface {
 }
 
 // Wall is the wall clock in milliseconds since the Unix epoch: one tick is
-// one millisecond. Every process that shares an authority must then use
-// it, and their clocks must agree to within the margin a session keeps
-// (see package session); nothing here corrects for drift.
+// one millisecond. It is read once, when the process starts, and then
+// advanced by the monotonic clock, so that it never jumps, forwards or
+// backwards, when the system's clock is stepped: a session counting its
+// deadline on it is not fooled by a step. Processes that drive an
+// authority's ticks with it (see [Lessor]) must agree to within a
+// session's margin; nothing here corrects for drift between machines.
 type Wall struct{}
 
+// started is the wall clock at start-up, with Go's monotonic reading.
+var started = time.Now()
+
 // Now is the wall clock's current tick, in milliseconds since the Unix
-// epoch.
-func (Wall) Now() int64 { return time.Now().UnixMilli() }
+// epoch: the time at start-up plus the monotonic time elapsed since.
+func (Wall) Now() int64 { return started.UnixMilli() + time.Since(started).Milliseconds() }
 
 // Wait returns once the wall clock has reached tick, or when ctx ends.
 func (w Wall) Wait(ctx context.Context, tick int64) error {
@@ -44,8 +50,7 @@ func (w Wall) Wait(ctx context.Context, tick int64) error {
 			timer.Stop()
 			return context.Cause(ctx)
 		case <-timer.C:
-			// The timer may fire a little early against Now's reading;
-			// look again.
+			// Now truncates to the millisecond: look again.
 		}
 	}
 }

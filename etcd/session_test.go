@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"testing"
+	"time"
 
 	"leases/clock"
 	"leases/etcd"
@@ -17,7 +18,8 @@ func TestSessionWaitLearnsOfAnotherClientsRelease(t *testing.T) {
 	holderSide := etcd.New(client(t), etcd.Options{Prefix: p}).Authority()
 	waiterSide := etcd.New(client(t), etcd.Options{Prefix: p}).Authority()
 	clk := clock.NewManual(0)
-	a, err := session.Start(ctx, holderSide, clk, "r", "A", session.Options{TTL: 50, Margin: 1, RenewAfter: 100})
+	a, err := session.Start(ctx, clock.Lessor(holderSide, clk), "r", "A",
+		session.Options{TTL: 50 * time.Millisecond, Margin: time.Millisecond, RenewEvery: 48 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,10 +29,11 @@ func TestSessionWaitLearnsOfAnotherClientsRelease(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		s, err := session.Wait(ctx, waiterSide, clk, "r", "B", session.Options{TTL: 5, Margin: 1})
+		s, err := session.Wait(ctx, clock.Lessor(waiterSide, clk), "r", "B",
+			session.Options{TTL: 5 * time.Millisecond, Margin: time.Millisecond})
 		got <- result{s, err}
 	}()
-	if err := clk.Waiters(ctx, 2); err != nil { // A's renewal, B's wait for tick 50
+	if err := clk.Waiters(ctx, 3); err != nil { // A's renewal and deadline, B's wait for tick 50
 		t.Fatal(err)
 	}
 	if err := clk.Advance(7); err != nil {

@@ -30,12 +30,13 @@ func BenchmarkRenewal(b *testing.B) {
 				b.Fatal(err)
 			}
 			clk := clock.NewManual(0)
-			s, err := session.Start(ctx, benchAuthority(b, storage), clk, "r", "A", session.Options{TTL: 10, RenewAfter: 1})
+			s, err := session.Start(ctx, clock.Lessor(benchAuthority(b, storage), clk), "r", "A",
+				session.Options{TTL: 10 * time.Millisecond, RenewEvery: time.Millisecond})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = s.Close(ctx) })
-			if err := clk.Waiters(ctx, 1); err != nil {
+			if err := clk.Waiters(ctx, 2); err != nil {
 				b.Fatal(err)
 			}
 			var floor, renewal time.Duration
@@ -45,12 +46,13 @@ func BenchmarkRenewal(b *testing.B) {
 					b.Fatal(err)
 				}
 				floor += time.Since(start)
-				// One tick: the session wakes, renews, and waits again.
+				// One tick: the session wakes, renews, and both its
+				// goroutines wait again.
 				start = time.Now()
 				if err := clk.Advance(i); err != nil {
 					b.Fatal(err)
 				}
-				if err := clk.Waiters(ctx, 1); err != nil {
+				if err := clk.Waiters(ctx, 2); err != nil {
 					b.Fatal(err)
 				}
 				renewal += time.Since(start)

@@ -3,9 +3,11 @@ package session_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"leases"
 	"leases/clock"
@@ -14,86 +16,159 @@ import (
 	"leases/sqlite"
 )
 
-// A worker in a service: for each job it waits for the job's lease, does
-// the work, and writes the result through the fence inside its own
-// transaction, where the business row commits or rolls back with the fence
-// row. It writes only if its session still holds the lease when the work
-// is done; one job here takes so long (a pause of the whole process, say)
-// that the session has ended, and the worker writes nothing. A fence holds
-// one value per resource per epoch, so each job is a resource of its own.
-// The clock is a manual one, so that the output is the same every time; a
-// service passes clock.Wall{} and lets time pass.
+// work does one job under its lease, the way a service should: it waits
+// for the job's lease, begins its tenure in the service's own database (so
+// that no transaction of an older holder commits from then on), and writes
+// the job's rows in transactions that the fence admits only while this
+// holder's epoch is the newest, under a context that ends when the lease
+// may be lost. Every error is returned: none is dropped.
+func work(ctx context.Context, lessor leases.Lessor, db *sql.DB, fences *fence.Table, job, worker string) error {
+	return session.Do(ctx, lessor, job, worker, session.Options{TTL: 10 * time.Second},
+		func(ctx context.Context, s *session.Session) error {
+			tenure, err := fences.Tenure(ctx, db, job, s.Epoch())
+			if err != nil {
+				return err // superseded already, or the database failed
+			}
+			for _, line := range []string{"hours", "travel"} {
+				// ... the work for this line, under ctx ...
+				err := tenure.Tx(ctx, nil, func(tx *sql.Tx) error {
+					_, err := tx.ExecContext(ctx, `INSERT INTO invoice_lines (job, line, epoch) VALUES (?, ?, ?)`,
+						job, line, s.Epoch())
+					return err
+				})
+				if err != nil {
+					return err // ErrSuperseded, the session's end, or a failure: see docs/service.md
+				}
+			}
+			return nil
+		})
+}
+
+// open opens what work needs: the lessor (here a SQLite file that every
+// worker shares, leases timed by the workers' clocks) and the service's
+// own database with the fence table in it.
+func open(ctx context.Context, dir string) (leases.Lessor, *sql.DB, *fence.Table, func(), error) {
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "leases.db")) // or etcd.New(client, etcd.Options{})
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	lessor := clock.Lessor(store.Authority(), clock.Wall{})
+	// The service's database: write lock at BEGIN, an explicit busy
+	// timeout, one connection.
+	db, err := sql.Open("sqlite", filepath.Join(dir, "app.db")+"?_txlock=immediate&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return nil, nil, nil, nil, errors.Join(err, store.Close())
+	}
+	db.SetMaxOpenConns(1)
+	fences, err := fence.New(fence.SQLite, fence.DefaultTable)
+	if err == nil {
+		err = fences.Create(ctx, db) // once, at setup
+	}
+	if err != nil {
+		return nil, nil, nil, nil, errors.Join(err, db.Close(), store.Close())
+	}
+	return lessor, db, fences, func() { _ = db.Close(); _ = store.Close() }, nil
+}
+
+// A worker does a job under its lease: both lines are written at the
+// lease's epoch. The same job done again by another worker gets a newer
+// epoch; a paused first worker that woke up now would be superseded.
 func Example_worker() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "leases-example-")
+	dir, err := os.MkdirTemp("", "leases-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer os.RemoveAll(dir)
-
-	// The authority: a file shared by every worker (or etcd, with package
-	// leases/etcd).
-	store, err := sqlite.Open(ctx, filepath.Join(dir, "leases.db"))
+	lessor, db, fences, closeAll, err := open(ctx, dir)
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
-	defer store.Close()
-
-	// The worker's own database, where its business rows live: the fence
-	// table goes there too.
-	db, err := sql.Open("sqlite", filepath.Join(dir, "invoices.db")+"?_txlock=immediate&_pragma=busy_timeout(10000)")
+	defer closeAll()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE invoice_lines (job TEXT, line TEXT, epoch INTEGER)`); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, worker := range []string{"worker-1", "worker-2"} {
+		if err := work(ctx, lessor, db, fences, "invoice-7", worker); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	rows, err := db.QueryContext(ctx, `SELECT line, epoch FROM invoice_lines ORDER BY rowid`)
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, `CREATE TABLE invoices (job TEXT PRIMARY KEY, total TEXT, epoch INTEGER)`); err != nil {
-		panic(err)
-	}
-	fenced, err := fence.New(fence.SQLite, fence.DefaultTable)
-	if err != nil {
-		panic(err)
-	}
-	if err := fenced.Create(ctx, db); err != nil {
-		panic(err)
-	}
-
-	clk := clock.NewManual(0)
-	work := map[string]int64{"invoice-1": 3, "invoice-2": 20, "invoice-3": 4} // ticks each takes
-	for _, job := range []string{"invoice-1", "invoice-2", "invoice-3"} {
-		s, err := session.Wait(ctx, store.Authority(), clk, job, "worker-1", session.Options{TTL: 10, Margin: 2})
-		if err != nil {
-			panic(err)
-		}
-		_ = clk.Advance(clk.Now() + work[job]) // the work
-
-		// Check reads the clock itself: right after a pause of the whole
-		// process it knows the deadline has passed. (A worker that waits
-		// for work selects on s.Done() as well.)
-		if err := s.Check(); err != nil {
-			fmt.Println(job, "not written:", err)
-			_ = s.Close(ctx)
-			continue
-		}
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			panic(err)
-		}
-		total := fmt.Sprintf("total-of-%s", job)
-		result, err := fenced.Write(ctx, tx, job, s.Epoch(), total)
-		if err != nil || result.Outcome != leases.Accepted {
-			_ = tx.Rollback() // superseded (stale), or done already (replay)
-			fmt.Println(job, "not written:", result.Outcome, err)
-			_ = s.Close(ctx)
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO invoices VALUES (?, ?, ?)`, job, total, s.Epoch()); err != nil {
-			panic(err)
-		}
-		if err := tx.Commit(); err != nil {
-			panic(err) // an unknown outcome: read the fence row before retrying
-		}
-		fmt.Printf("%s written at tick %d with epoch %d\n", job, clk.Now(), s.Epoch())
-		_ = s.Close(ctx)
+	defer rows.Close()
+	for rows.Next() {
+		var line string
+		var epoch int64
+		_ = rows.Scan(&line, &epoch)
+		fmt.Println(line, "at epoch", epoch)
 	}
 	// Output:
-	// invoice-1 written at tick 3 with epoch 1
-	// invoice-2 not written: session ended: the clock reached tick 23; the deadline was tick 11, the lease's expiry 13 less the margin 2
-	// invoice-3 written at tick 27 with epoch 1
+	// hours at epoch 1
+	// travel at epoch 1
+	// hours at epoch 2
+	// travel at epoch 2
+}
+
+// A holder whose process paused past its session's deadline learns it
+// from Check (or from its context) before it acts. The clock is a manual
+// one, so that the output is the same every time.
+func ExampleSession_Check() {
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, ":memory:")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer store.Close()
+	clk := clock.NewManual(0)
+	s, err := session.Start(ctx, clock.Lessor(store.Authority(), clk), "invoice-7", "worker-1",
+		session.Options{TTL: 10 * time.Second, Margin: 2 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close(ctx)
+	fmt.Println("holds epoch", s.Epoch(), "until", s.Deadline().UTC().Format(time.TimeOnly))
+	_ = clk.Advance(9_000) // 9 s in one step: the process was stopped
+	fmt.Println(s.Check())
+	<-s.Context().Done()
+	fmt.Println(context.Cause(s.Context()) == s.Err())
+	// Output:
+	// holds epoch 1 until 00:00:08
+	// session ended: its deadline passed 1s ago, 2s before the lease on "invoice-7" could expire
+	// true
+}
+
+// A leader loop: the holder leads while it holds the lease, and tries to
+// lead again after losing it, until its context ends.
+func ExampleLead() {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	store, err := sqlite.Open(ctx, ":memory:")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer store.Close()
+	err = session.Lead(ctx, clock.Lessor(store.Authority(), clock.Wall{}), "scheduler", "node-1",
+		session.Options{TTL: 10 * time.Second},
+		session.Leader{
+			OnStarted: func(ctx context.Context, s *session.Session) {
+				fmt.Println("leading at epoch", s.Epoch())
+				stop() // this example leads once; a service runs until it is told to stop
+			},
+			OnStopped: func(err error) { fmt.Println("stopped:", err) },
+		})
+	fmt.Println(err)
+	// Output:
+	// leading at epoch 1
+	// stopped: context canceled
+	// session: leading "scheduler": context canceled
 }

@@ -1,162 +1,85 @@
 // Package session keeps one lease for a holder: it acquires the lease (at
-// once, or waiting until it is free), renews it in the background on a
-// clock, and tells the holder when it can no longer be sure it holds it.
+// once, or waiting until it is free), renews it in the background, and
+// ends, on a timer of its own, before the lease could be given to someone
+// else. A context of the holder's ([Session.Context]) ends at that same
+// moment, so that the work under the lease stops with it. [Do] runs one
+// piece of work under a lease, and [Lead] keeps a holder leading for as
+// long as its context lives, acquiring again after a loss.
 //
 // A lease alone does not stop a holder that was paused past its expiry; a
-// fenced receiver does (see package leases). A session narrows the window
-// from the holder's side: it stops believing in the lease before the tick
-// at which the authority could grant it to someone else, by a margin the
-// caller chooses, on the holder's own clock. Use both: the session so that
-// a holder rarely acts late, the fence so that a late action does no harm.
+// fenced receiver does (see package leases, and package leases/fence for
+// the fence inside your own database transaction). A session narrows the
+// window from the holder's side: it stops believing in the lease before
+// the lease can expire, by a margin the caller chooses, counted on the
+// holder's own clock from the moment it sent the request that granted or
+// renewed the lease. Use both: the session so that a holder rarely acts
+// late, the fence so that a late action does no harm.
 package session
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"leases"
-	"leases/clock"
-	"leases/internal/rules"
 )
 
-// Options tune a session.
-type Options struct {
-	// TTL is the lease's time-to-live in ticks, at the grant and at
-	// every renewal.
-	TTL int64
-	// Margin is how many ticks before the lease's expiry tick the session
-	// ends: the holder's allowance for the skew between its clock and the
-	// clock of whoever acquires next, and for the time an action takes
-	// to take effect after the holder last checked. 0 <= Margin < TTL.
-	Margin int64
-	// RenewAfter is how many ticks after a grant or a renewal the session
-	// renews. Zero means (TTL-Margin)/2, so that a failed renewal leaves
-	// time for another try before the session ends.
-	RenewAfter int64
-}
-
-func (o Options) check() error {
-	if o.TTL < 1 || o.Margin < 0 || o.Margin >= o.TTL || o.RenewAfter < 0 {
-		return fmt.Errorf("%w: session options %+v: want TTL >= 1, 0 <= Margin < TTL, RenewAfter >= 0",
-			leases.ErrInvalidInput, o)
-	}
-	return nil
-}
-
-func (o Options) renewAfter() int64 {
-	if o.RenewAfter > 0 {
-		return o.RenewAfter
-	}
-	return max(1, (o.TTL-o.Margin)/2)
-}
-
-// ErrEnded reports that a session has ended: its lease may have expired,
-// was lost, or was released. The wrapped error says which.
+// ErrEnded reports that a session has ended: its deadline passed, its
+// lease was lost, or it was closed. The wrapped error says which.
 var ErrEnded = errors.New("session ended")
 
 // Session holds one lease. Its epoch never changes: a renewal continues
 // the tenure. Its methods are safe for concurrent use.
 type Session struct {
-	auth  leases.Authority
-	clock clock.Clock
-	opts  Options
+	lessor leases.Lessor
+	set    settings
+	values context.Context // the starting context's values, never cancelled
 
-	mu    sync.Mutex
-	lease leases.Lease // the latest grant or renewal the authority confirmed
-	err   error        // why the session ended; nil while it lives
-	done  chan struct{}
+	// ctx is the holder's context: cancelled, with the session's error as
+	// its cause, when the session ends.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
-	stop    context.CancelFunc // ends the renewal goroutine
-	stopped chan struct{}      // closed when it has returned
+	// emitting serialises every change of the session's state with the
+	// event that reports it, so that events arrive in order.
+	emitting sync.Mutex
+
+	mu       sync.Mutex
+	lease    leases.Lease  // the latest grant or renewal the lessor confirmed
+	deadline int64         // the clock's tick at which the session ends
+	moved    chan struct{} // closed, and replaced, when deadline moves
+	err      error         // why the session ended; nil while it lives
+
+	goroutines sync.WaitGroup // the renewal and the deadline timer
+	closing    atomic.Bool
+	closed     sync.Once
+	closeErr   error
 }
 
-// Start acquires resource for holder at the clock's current tick and,
-// once granted, keeps renewing the lease until the session ends. A
-// refusal (errors.Is(err, leases.ErrLeaseHeld)) means someone else holds
-// it; Wait waits instead.
-func Start(ctx context.Context, auth leases.Authority, clk clock.Clock, resource, holder string, opts Options) (*Session, error) {
-	if err := opts.check(); err != nil {
-		return nil, err
-	}
-	lease, err := auth.Acquire(ctx, resource, holder, clk.Now(), opts.TTL)
-	if err != nil {
-		return nil, fmt.Errorf("session: %w", err)
-	}
-	return begin(auth, clk, opts, lease), nil
-}
-
-// Wait acquires resource for holder as soon as it is free, or returns
-// ctx's error. It waits on the clock until the live lease's expiry tick,
-// and, where the authority is a [leases.Watcher], also for a change such
-// as a release, and tries again. It is granted at the expiry tick at the
-// earliest, never before.
-func Wait(ctx context.Context, auth leases.Authority, clk clock.Clock, resource, holder string, opts Options) (*Session, error) {
-	if err := opts.check(); err != nil {
-		return nil, err
-	}
-	watcher, _ := auth.(leases.Watcher)
-	for {
-		// Listen before looking, so that a change between the look and
-		// the wait is not missed.
-		var changed <-chan struct{}
-		watch, cancelWatch := context.WithCancel(ctx)
-		if watcher != nil {
-			var err error
-			if changed, err = watcher.Changed(watch, resource); err != nil {
-				cancelWatch()
-				return nil, fmt.Errorf("session: %w", err)
-			}
-		}
-		s, err := Start(ctx, auth, clk, resource, holder, opts)
-		if !errors.Is(err, leases.ErrLeaseHeld) {
-			cancelWatch()
-			return s, err
-		}
-		held, live, err := auth.Holder(ctx, resource, clk.Now())
-		if err != nil {
-			cancelWatch()
-			return nil, fmt.Errorf("session: %w", err)
-		}
-		if live {
-			waitFor(watch, clk, held.ExpiresAt, changed)
-		}
-		cancelWatch()
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("session: waiting for %q: %w", resource, context.Cause(ctx))
-		}
-	}
-}
-
-// waitFor returns when the clock reaches tick, when changed is closed, or
-// when ctx ends; the caller looks at ctx to tell which.
-func waitFor(ctx context.Context, clk clock.Clock, tick int64, changed <-chan struct{}) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	reached := make(chan struct{})
-	go func() {
-		_ = clk.Wait(ctx, tick) // fails only when ctx ends
-		close(reached)
-	}()
-	select {
-	case <-reached:
-	case <-changed:
-	}
-}
-
-func begin(auth leases.Authority, clk clock.Clock, opts Options, lease leases.Lease) *Session {
-	ctx, stop := context.WithCancel(context.Background())
+// begin starts a session on lease, granted by a request sent at tick
+// sent of the session's clock.
+func begin(ctx context.Context, lessor leases.Lessor, set settings, lease leases.Lease, sent int64) *Session {
+	holderCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	s := &Session{
-		auth: auth, clock: clk, opts: opts, lease: lease,
-		done: make(chan struct{}), stop: stop, stopped: make(chan struct{}),
+		lessor: lessor, set: set, values: context.WithoutCancel(ctx),
+		ctx: holderCtx, cancel: cancel,
+		lease: lease, deadline: sent + set.ttlTicks - set.margin, moved: make(chan struct{}),
 	}
-	go s.renew(ctx)
+	s.emitting.Lock()
+	s.emit(s.event(Granted, nil))
+	s.emitting.Unlock()
+	s.goroutines.Add(2)
+	go s.renew(sent + set.renewEvery)
+	go s.watchDeadline()
 	return s
 }
 
-// Lease is the latest lease the authority confirmed: the grant, or the
-// last renewal.
+// Lease is the latest lease the lessor confirmed: the grant, or the last
+// renewal. Its ticks are the lessor's clock's.
 func (s *Session) Lease() leases.Lease {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,30 +89,47 @@ func (s *Session) Lease() leases.Lease {
 // Epoch is the lease's epoch, the fencing token to send with every write.
 func (s *Session) Epoch() int64 { return s.Lease().Epoch }
 
-// Deadline is the tick at which the session ends unless a renewal comes
-// first: the confirmed lease's expiry tick minus the margin.
-func (s *Session) Deadline() int64 { return s.Lease().ExpiresAt - s.opts.Margin }
+// Deadline is when the session ends unless a renewal comes first: the
+// last confirmed grant or renewal's time-to-live, counted on the session's
+// clock from when its request was sent, less the margin. On the wall
+// clock it is a wall-clock time; on a manual clock, its ticks as
+// milliseconds since the Unix epoch.
+func (s *Session) Deadline() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.UnixMilli(s.deadline)
+}
 
-// Done is closed when the session ends: at the latest when its clock
-// reaches Deadline, or as soon as a renewal is refused or the store can
-// renew no more (ErrReopenRequired, ErrDatabaseMoved), or on Close. A
-// holder that waits for work selects on it. The goroutine that closes it
-// runs when it is scheduled, which after a pause of the whole process may
-// be later than the holder's own next step: before an action, call Check.
-func (s *Session) Done() <-chan struct{} { return s.done }
+// Context is the holder's context: it is cancelled when the session ends,
+// at Deadline at the latest whatever a renewal is doing, and then
+// context.Cause gives the session's error (matching ErrEnded). Run the
+// work the lease guards under it, database transactions included: a
+// transaction begun with it is rolled back, not committed, once it ends.
+func (s *Session) Context() context.Context { return s.ctx }
+
+// Done is closed when the session ends: at Deadline at the latest, on a
+// timer of its own whatever a renewal call is doing; as soon as a renewal
+// is refused or the store can renew no more; or on Close. It is the
+// holder's context's Done. After a pause of the whole process the timer
+// may fire later than the holder's own next step: before an action, call
+// Check.
+func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
 
 // Check reports whether the session still holds its lease now, reading
-// the clock itself rather than trusting the renewal goroutine to have run:
-// nil while the clock is below Deadline, and otherwise an error matching
+// the clock itself rather than trusting the timer to have run: nil while
+// the clock is below the deadline, and otherwise an error matching
 // ErrEnded (and the session ends). Call it right before an action the
 // lease guards, and send Epoch with the action to a fenced receiver.
 func (s *Session) Check() error {
+	now := s.set.clock.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err == nil && s.clock.Now() >= s.lease.ExpiresAt-s.opts.Margin {
-		s.endLocked(s.expired())
+	err, due := s.err, s.err == nil && now >= s.deadline
+	s.mu.Unlock()
+	if due {
+		s.end(s.expired(now))
+		return s.Err()
 	}
-	return s.err
+	return err
 }
 
 // Err is nil while the session lives, and afterwards says why it ended
@@ -200,80 +140,180 @@ func (s *Session) Err() error {
 	return s.err
 }
 
-// Close ends the session and releases its lease at the clock's current
-// tick, so that the next holder need not wait for the expiry. A lease that
-// has expired or was lost needs no release; any other failure to release
-// is returned (the lease then runs out at its expiry tick). The session is
-// over either way.
+// Close ends the session and releases its lease, so that the next holder
+// need not wait for it to expire. It always tries: when ctx has already
+// ended (a deferred Close after an interrupt), the release runs with a
+// bound of its own, Options.CloseTimeout. A lease that expired or was
+// lost needs no release and is no error; a release that failed is
+// returned, saying so (the lease then runs out by itself). The session is
+// over either way. Close may be called more than once; later calls return
+// the first call's answer.
 func (s *Session) Close(ctx context.Context) error {
-	s.stop()
-	<-s.stopped
-	s.end(fmt.Errorf("%w: closed", ErrEnded))
-	if err := s.auth.Release(ctx, s.Lease(), s.clock.Now()); err != nil && !rules.IsRefusal(err) {
-		return fmt.Errorf("session: %w", err)
-	}
-	return nil
+	s.closed.Do(func() { s.closeErr = s.close(ctx) })
+	return s.closeErr
 }
 
-// renew is the background renewal: at RenewAfter ticks after each
-// confirmed grant or renewal it renews, and at Deadline it ends the
-// session. A refused renewal ends the session at once, and so does a
-// store that must be reopened or whose file was moved. A renewal that
-// fails otherwise (the store is unreachable, or the outcome is unknown)
-// changes nothing the session relies on: the old deadline stands, and the
-// session tries again a tick later, until the deadline.
-func (s *Session) renew(ctx context.Context) {
-	defer close(s.stopped)
-	confirmed := s.Lease().GrantedAt
-	next := confirmed + s.opts.renewAfter()
+func (s *Session) close(ctx context.Context) error {
+	s.closing.Store(true)
+	s.end(fmt.Errorf("%w: closed", ErrEnded))
+	s.goroutines.Wait() // no renewal may follow the release
+	bound := ""
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), s.set.closeTimeout)
+		defer cancel()
+		bound = fmt.Sprintf(" (its context had ended; released within a bound of %v)", s.set.closeTimeout)
+	}
+	lease := s.Lease()
+	err := s.lessor.Release(ctx, lease)
+	switch {
+	case err == nil:
+		s.set.log.LogAttrs(s.values, slog.LevelInfo, "lease released"+bound,
+			slog.String("resource", lease.Resource), slog.String("holder", lease.Holder), slog.Int64("epoch", lease.Epoch))
+		return nil
+	case leases.IsRefusal(err):
+		return nil // expired, or lost: it is not ours to release
+	}
+	return fmt.Errorf("session: release of %q at epoch %d failed%s; the lease runs out by itself: %w",
+		lease.Resource, lease.Epoch, bound, err)
+}
+
+// renew is the background renewal: at tick next, and RenewEvery after
+// each confirmed renewal, it renews. Every renewal runs under the
+// holder's context, so that the deadline timer cuts it off: no renewal
+// call outlives the session. A refused renewal ends the session at once,
+// and so does a store that can renew no more. A renewal that fails
+// otherwise (the store is unreachable, or the outcome is unknown) changes
+// nothing the session relies on: the deadline stands, and the session
+// tries again after a backoff, until the deadline.
+func (s *Session) renew(next int64) {
+	defer s.goroutines.Done()
+	failures := 0
 	for {
-		deadline := s.Deadline()
-		if err := s.clock.Wait(ctx, min(next, deadline)); err != nil {
-			return // closed
+		if err := s.set.clock.Wait(s.ctx, next); err != nil {
+			return // ended
 		}
 		if s.Check() != nil {
-			return
+			return // the deadline passed while this goroutine was not running
 		}
-		now := s.clock.Now()
-		renewed, err := s.auth.Renew(ctx, s.Lease(), now, s.opts.TTL)
+		sent := s.set.clock.Now()
+		renewed, err := s.lessor.Renew(s.ctx, s.Lease(), s.set.ttl)
 		switch {
 		case err == nil:
-			s.mu.Lock()
-			if s.err == nil {
-				s.lease = renewed
-			}
-			s.mu.Unlock()
-			next = now + s.opts.renewAfter()
-		case ctx.Err() != nil:
+			failures = 0
+			s.confirm(renewed, sent)
+			next = sent + s.set.renewEvery
+		case s.ctx.Err() != nil:
 			return
-		case rules.IsRefusal(err):
+		case leases.IsRefusal(err):
 			s.end(fmt.Errorf("%w: renewal refused: %w", ErrEnded, err))
 			return
-		case errors.Is(err, leases.ErrReopenRequired), errors.Is(err, leases.ErrDatabaseMoved):
+		case storeUnusable(err):
 			// No later renewal through this store can succeed: trying
-			// every tick until the deadline would only spin.
+			// until the deadline would only spin.
 			s.end(fmt.Errorf("%w: the store can renew no more: %w", ErrEnded, err))
 			return
 		default:
-			next = now + 1
+			failures++
+			s.failed(err)
+			next = s.set.clock.Now() + backoff(s.set, failures)
 		}
 	}
 }
 
-func (s *Session) expired() error {
-	return fmt.Errorf("%w: the clock reached tick %d; the deadline was tick %d, the lease's expiry %d less the margin %d",
-		ErrEnded, s.clock.Now(), s.lease.ExpiresAt-s.opts.Margin, s.lease.ExpiresAt, s.opts.Margin)
+// storeUnusable reports errors after which the store answers nothing
+// more until it is opened again.
+func storeUnusable(err error) bool {
+	return errors.Is(err, leases.ErrReopenRequired) || errors.Is(err, leases.ErrDatabaseMoved)
 }
 
+// confirm records a renewal sent at tick sent: the deadline moves to the
+// renewal's time-to-live from sent, less the margin, and never earlier. A
+// renewal sent at or after the deadline cannot revive the session: the
+// holder may have stopped believing in the lease by then.
+func (s *Session) confirm(renewed leases.Lease, sent int64) {
+	s.emitting.Lock()
+	defer s.emitting.Unlock()
+	s.mu.Lock()
+	if s.err != nil || sent >= s.deadline {
+		s.mu.Unlock()
+		return
+	}
+	s.lease = renewed
+	if deadline := sent + s.set.ttlTicks - s.set.margin; deadline > s.deadline {
+		s.deadline = deadline
+		close(s.moved)
+		s.moved = make(chan struct{})
+	}
+	s.mu.Unlock()
+	s.emit(s.event(Renewed, nil))
+}
+
+// failed reports a renewal that failed without ending the session.
+func (s *Session) failed(err error) {
+	s.emitting.Lock()
+	defer s.emitting.Unlock()
+	if s.Err() == nil {
+		s.emit(s.event(RenewalFailed, err))
+	}
+}
+
+// watchDeadline is the deadline's own timer: it waits on the clock for
+// the deadline, again whenever a renewal moves it, and ends the session
+// when the clock reaches it, whatever a renewal call is doing.
+func (s *Session) watchDeadline() {
+	defer s.goroutines.Done()
+	for {
+		s.mu.Lock()
+		deadline, moved := s.deadline, s.moved
+		s.mu.Unlock()
+		wait, stop := context.WithCancel(s.ctx)
+		go func() {
+			select {
+			case <-moved:
+				stop()
+			case <-wait.Done():
+			}
+		}()
+		reached := s.set.clock.Wait(wait, deadline) == nil
+		stop()
+		if s.ctx.Err() != nil {
+			return
+		}
+		if reached && s.Check() != nil {
+			return
+		}
+	}
+}
+
+// expired is the error of a session whose deadline passed: at tick now.
+func (s *Session) expired(now int64) error {
+	s.mu.Lock()
+	late, resource := now-s.deadline, s.lease.Resource
+	s.mu.Unlock()
+	return fmt.Errorf("%w: its deadline passed %v ago, %v before the lease on %q could expire",
+		ErrEnded, ticksDuration(late), ticksDuration(s.set.margin), resource)
+}
+
+// end ends the session with err, once: the holder's context is cancelled
+// with err as its cause.
 func (s *Session) end(err error) {
+	s.emitting.Lock()
+	defer s.emitting.Unlock()
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.err = err
+	s.mu.Unlock()
+	s.cancel(err)
+	s.emit(s.event(Ended, err))
+}
+
+func (s *Session) event(kind EventKind, err error) Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.endLocked(err)
-}
-
-func (s *Session) endLocked(err error) {
-	if s.err == nil {
-		s.err = err
-		close(s.done)
-	}
+	return Event{Kind: kind, Resource: s.lease.Resource, Holder: s.lease.Holder, Epoch: s.lease.Epoch,
+		Deadline: time.UnixMilli(s.deadline), Err: err}
 }

@@ -4,74 +4,112 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"leases"
 	"leases/clock"
-	"leases/internal/testctx"
 	"leases/session"
-	"leases/sqlite"
 )
 
-func newAuthority(t *testing.T) (*sqlite.Store, leases.Authority) {
-	t.Helper()
-	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "leases.db"))
-	if err != nil {
-		t.Fatal(err)
+// Options that make no sense are refused with ErrInvalidInput before
+// anything is sent, each at its edge; the zero value works.
+func TestOptionsAreChecked(t *testing.T) {
+	cases := []struct {
+		name string
+		opts session.Options
+		ok   bool
+	}{
+		{"the zero value", session.Options{}, true},
+		{"TTL of one tick", session.Options{TTL: tick, RenewEvery: 0}, false}, // TTL/5 rounds up to the whole TTL
+		{"TTL of two ticks, margin one", session.Options{TTL: 2 * tick, Margin: tick}, true},
+		{"TTL below a tick", session.Options{TTL: 10}, false},
+		{"TTL just below a tick", session.Options{TTL: tick - 1, Margin: 1}, false},
+		{"negative TTL", session.Options{TTL: -time.Second}, false},
+		{"negative margin", session.Options{TTL: time.Second, Margin: -1}, false},
+		{"margin equal to the TTL", session.Options{TTL: time.Second, Margin: time.Second}, false},
+		{"margin just below the TTL", session.Options{TTL: time.Second, Margin: time.Second - tick}, true},
+		{"margin that rounds up to the TTL", session.Options{TTL: time.Second, Margin: time.Second - tick + 1}, false},
+		{"negative renewal", session.Options{TTL: time.Second, RenewEvery: -tick}, false},
+		{"renewal below a tick", session.Options{TTL: time.Second, RenewEvery: 1}, false},
+		{"renewal at the deadline", session.Options{TTL: time.Second, Margin: 200 * tick, RenewEvery: 800 * tick}, false},
+		{"renewal just before the deadline", session.Options{TTL: time.Second, Margin: 200 * tick, RenewEvery: 799 * tick}, true},
+		{"negative close timeout", session.Options{TTL: time.Second, CloseTimeout: -1}, false},
 	}
-	t.Cleanup(func() { _ = store.Close() })
-	return store, store.Authority()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBench(t)
+			s, err := session.Start(b.ctx, b.lessor, "r", "A", tc.opts)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				_ = s.Close(b.ctx)
+				return
+			}
+			if !errors.Is(err, leases.ErrInvalidInput) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("got %v; want one line matching ErrInvalidInput", err)
+			}
+			if _, live, _ := b.auth.Holder(b.ctx, "r", 0); live {
+				t.Fatal("the lease was acquired anyway")
+			}
+		})
+	}
+	t.Run("a TTL meant as seconds says so", func(t *testing.T) {
+		_, err := session.Start(t.Context(), newBench(t).lessor, "r", "A", session.Options{TTL: 10})
+		if err == nil || !strings.Contains(err.Error(), "10 * time.Second") {
+			t.Fatalf("TTL: 10 got %v; want a hint at time.Second", err)
+		}
+	})
+	t.Run("defaults", func(t *testing.T) {
+		b := newBench(t)
+		s := b.start(nil, "A", session.Options{})
+		// 15 s, ending 3 s early, renewing every 4 s.
+		if got := s.Lease(); got.ExpiresAt != 15_000 || deadlineTick(s) != 12_000 {
+			t.Fatalf("lease %+v, deadline %d; want expiry 15000, deadline 12000", got, deadlineTick(s))
+		}
+		b.settle(s, 3_999, 2)
+		if s.Lease().ExpiresAt != 15_000 {
+			t.Fatalf("renewed before 4 s: %+v", s.Lease())
+		}
+		b.settle(s, 4_000, 2)
+		if got := s.Lease(); got.ExpiresAt != 19_000 || deadlineTick(s) != 16_000 {
+			t.Fatalf("at 4 s: lease %+v, deadline %d; want expiry 19000, deadline 16000", got, deadlineTick(s))
+		}
+	})
 }
 
-// advance moves clk to tick and returns once waiters goroutines wait on
-// the clock again: whatever the move set off has run.
-func advance(t *testing.T, ctx context.Context, clk *clock.Manual, tick int64, waiters int) {
-	t.Helper()
-	if err := clk.Advance(tick); err != nil {
-		t.Fatal(err)
-	}
-	if err := clk.Waiters(ctx, waiters); err != nil {
-		t.Fatalf("waiting for %d goroutines to wait on the clock at tick %d: %v", waiters, tick, err)
-	}
-}
-
-// The session renews RenewAfter ticks after each confirmed renewal, keeps
-// its epoch, and its deadline follows the last confirmed expiry.
+// The session renews RenewEvery after each confirmed renewal, keeps its
+// epoch, and its deadline follows the last confirmed renewal.
 func TestSessionRenewsOnSchedule(t *testing.T) {
-	ctx := testctx.Context(t)
-	_, auth := newAuthority(t)
-	clk := clock.NewManual(0)
-	s, err := session.Start(ctx, auth, clk, "r", "A", session.Options{TTL: 10, Margin: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	if err := clk.Waiters(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	b := newBench(t)
+	s := b.start(nil, "A", session.Options{TTL: 10 * tick, Margin: 2 * tick, RenewEvery: 4 * tick})
 	steps := []struct {
 		tick         int64
 		wantExpiry   int64
 		wantDeadline int64
 	}{
-		{3, 10, 8},  // before RenewAfter = (10-2)/2 = 4: nothing happens
+		{3, 10, 8},  // before RenewEvery: nothing happens
 		{4, 14, 12}, // renewed at 4
 		{7, 14, 12},
 		{8, 18, 16}, // renewed at 8
 		{15, 25, 23},
 	}
 	for _, step := range steps {
-		advance(t, ctx, clk, step.tick, 1)
-		if got := s.Lease(); got.Epoch != 1 || got.ExpiresAt != step.wantExpiry || s.Deadline() != step.wantDeadline {
+		if b.settle(s, step.tick, 2) {
+			t.Fatalf("ended at tick %d: %v", step.tick, s.Err())
+		}
+		if got := s.Lease(); got.Epoch != 1 || got.ExpiresAt != step.wantExpiry || deadlineTick(s) != step.wantDeadline {
 			t.Fatalf("at tick %d: lease %+v, deadline %d; want epoch 1 expiring at %d, deadline %d",
-				step.tick, got, s.Deadline(), step.wantExpiry, step.wantDeadline)
+				step.tick, got, deadlineTick(s), step.wantExpiry, step.wantDeadline)
 		}
 		if err := s.Check(); err != nil {
 			t.Fatalf("at tick %d: %v", step.tick, err)
 		}
 	}
-	if _, err := auth.Acquire(ctx, "r", "B", 24, 10); !errors.Is(err, leases.ErrLeaseHeld) {
+	if _, err := b.auth.Acquire(b.ctx, "r", "B", 24, 10); !errors.Is(err, leases.ErrLeaseHeld) {
 		t.Fatalf("another holder before the renewed expiry: %v; want ErrLeaseHeld", err)
 	}
 }
@@ -82,47 +120,31 @@ func TestSessionEndsBeforeTheNextGrant(t *testing.T) {
 	cases := []struct {
 		name string
 		// breakRenewals makes every renewal from now on fail, or be refused.
-		breakRenewals func(t *testing.T, store *sqlite.Store, s *session.Session)
+		breakRenewals func(t *testing.T, b *bench, s *session.Session)
 		wantEndAt     int64 // the tick at which Done must be closed
 	}{
-		{"the store is gone: renewals fail until the deadline", func(t *testing.T, store *sqlite.Store, _ *session.Session) {
-			if err := store.Close(); err != nil {
+		{"the store is gone: renewals fail until the deadline", func(t *testing.T, b *bench, _ *session.Session) {
+			if err := b.store.Close(); err != nil {
 				t.Fatal(err)
 			}
 		}, 8},
-		{"the lease was released: the next renewal is refused", func(t *testing.T, store *sqlite.Store, s *session.Session) {
-			if err := store.Authority().Release(context.Background(), s.Lease(), 1); err != nil {
+		{"the lease was released: the next renewal is refused", func(t *testing.T, b *bench, s *session.Session) {
+			if err := b.auth.Release(context.Background(), s.Lease(), 1); err != nil {
 				t.Fatal(err)
 			}
-		}, 4},
+		}, 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testctx.Context(t)
-			store, auth := newAuthority(t)
-			clk := clock.NewManual(0)
-			s, err := session.Start(ctx, auth, clk, "r", "A", session.Options{TTL: 10, Margin: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := clk.Waiters(ctx, 1); err != nil {
-				t.Fatal(err)
-			}
-			tc.breakRenewals(t, store, s)
+			b := newBench(t)
+			s := b.start(nil, "A", session.Options{TTL: 10 * tick, Margin: 2 * tick, RenewEvery: 3 * tick})
+			tc.breakRenewals(t, b, s)
 			for tick := int64(1); tick < tc.wantEndAt; tick++ {
-				advance(t, ctx, clk, tick, 1)
-				select {
-				case <-s.Done():
+				if b.settle(s, tick, 2) {
 					t.Fatalf("Done closed at tick %d, before %d: %v", tick, tc.wantEndAt, s.Err())
-				default:
 				}
 			}
-			if err := clk.Advance(tc.wantEndAt); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-s.Done():
-			case <-ctx.Done():
+			if !b.settle(s, tc.wantEndAt, 2) {
 				t.Fatalf("Done still open at tick %d", tc.wantEndAt)
 			}
 			if err := s.Check(); !errors.Is(err, session.ErrEnded) {
@@ -133,116 +155,132 @@ func TestSessionEndsBeforeTheNextGrant(t *testing.T) {
 }
 
 // A process paused past its deadline learns it from Check at once, even
-// before the renewal goroutine has run.
+// before the deadline timer has run.
 func TestSessionCheckReadsTheClockItself(t *testing.T) {
-	ctx := testctx.Context(t)
-	_, auth := newAuthority(t)
-	clk := clock.NewManual(0)
-	s, err := session.Start(ctx, auth, clk, "r", "A", session.Options{TTL: 10, Margin: 2, RenewAfter: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newBench(t)
+	s := b.start(nil, "A", session.Options{TTL: 10 * tick, Margin: 2 * tick, RenewEvery: 7 * tick})
 	if err := s.Check(); err != nil {
 		t.Fatalf("at tick 0: %v", err)
 	}
-	if err := clk.Advance(8); err != nil { // the whole pause at once
+	if err := b.clk.Advance(7); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatalf("at tick 7, before the deadline 8: %v", err)
+	}
+	if err := b.clk.Advance(8); err != nil { // the rest of the pause at once
 		t.Fatal(err)
 	}
 	if err := s.Check(); !errors.Is(err, session.ErrEnded) {
 		t.Fatalf("Check at the deadline: %v; want ErrEnded", err)
 	}
-	<-s.Done()
+	<-s.Done() // Check ended it
 }
 
-// A waiting acquire is granted exactly at the live lease's expiry tick, or
-// right after its release, and never earlier.
-func TestWaitIsGrantedAtExpiryOrRelease(t *testing.T) {
-	for _, released := range []bool{false, true} {
-		name := map[bool]string{false: "at the expiry tick", true: "right after a release"}[released]
-		t.Run(name, func(t *testing.T) {
-			ctx := testctx.Context(t)
-			_, auth := newAuthority(t)
-			clk := clock.NewManual(0)
-			a, err := session.Start(ctx, auth, clk, "r", "A", session.Options{TTL: 5, Margin: 1, RenewAfter: 100})
-			if err != nil {
-				t.Fatal(err)
-			}
-			type result struct {
-				s   *session.Session
-				err error
-			}
-			got := make(chan result, 1)
-			go func() {
-				s, err := session.Wait(ctx, auth, clk, "r", "B", session.Options{TTL: 5, Margin: 1})
-				got <- result{s, err}
-			}()
-			if err := clk.Waiters(ctx, 2); err != nil { // A's renewal, B's wait
-				t.Fatal(err)
-			}
-			advance(t, ctx, clk, 2, 2)
-			select {
-			case r := <-got:
-				t.Fatalf("B was granted at tick 2, while A's lease is live until 5: %+v, %v", r.s.Lease(), r.err)
-			default:
-			}
-			want := int64(5)
-			if released {
-				want = 2
-				if err := a.Close(ctx); err != nil {
-					t.Fatal(err)
-				}
-			} else if err := clk.Advance(5); err != nil {
-				t.Fatal(err)
-			}
-			var r result
-			select {
-			case r = <-got:
-			case <-ctx.Done():
-				t.Fatal("B was not granted")
-			}
-			if r.err != nil || r.s.Lease().GrantedAt != want || r.s.Epoch() != 2 {
-				t.Fatalf("B: %+v, %v; want epoch 2 granted at tick %d", r.s, r.err, want)
-			}
-			_ = r.s.Close(ctx)
-		})
+// stuck is a lessor whose renewals hang until their context ends, as a
+// call to a partitioned or stopped etcd member does, and tell when they
+// begin.
+type stuck struct {
+	leases.Lessor
+	renewing  chan context.Context
+	testEnded chan struct{}
+}
+
+func (l stuck) Renew(ctx context.Context, _ leases.Lease, _ time.Duration) (leases.Lease, error) {
+	l.renewing <- ctx
+	select {
+	case <-ctx.Done():
+		return leases.Lease{}, context.Cause(ctx)
+	case <-l.testEnded:
+		return leases.Lease{}, errors.New("the test ended")
 	}
 }
 
-// renewFails is an authority whose renewals fail with err: the store as a
+// Done closes at the deadline whatever a renewal is doing, the holder's
+// context with it, and the hanging renewal's context ends then too: no
+// renewal outlives the session.
+func TestDoneComesAtTheDeadlineWhateverARenewalDoes(t *testing.T) {
+	b := newBench(t)
+	lessor := stuck{b.lessor, make(chan context.Context, 1), make(chan struct{})}
+	s := b.start(lessor, "A", session.Options{TTL: 10 * tick, Margin: 2 * tick, RenewEvery: 4 * tick})
+	t.Cleanup(func() { close(lessor.testEnded) }) // runs before the session's Close
+	if err := b.clk.Advance(4); err != nil {
+		t.Fatal(err)
+	}
+	renewal := <-lessor.renewing
+	if ended := b.settle(s, 7, 1); ended { // only the deadline timer waits now
+		t.Fatalf("ended at tick 7, before the deadline 8: %v", s.Err())
+	}
+	if !b.settle(s, 8, 1) {
+		t.Fatal("Done still open at the deadline, while a renewal hangs")
+	}
+	if cause := context.Cause(s.Context()); !errors.Is(cause, session.ErrEnded) {
+		t.Fatalf("the holder's context ended with %v; want ErrEnded as its cause", cause)
+	}
+	if renewal.Err() == nil {
+		t.Fatal("the hanging renewal's context is still live after the session ended")
+	}
+}
+
+// recording is a lessor that notes the tick of every renewal it is asked
+// for.
+type recording struct {
+	leases.Lessor
+	clk *clock.Manual
+	mu  sync.Mutex
+	at  []int64
+}
+
+func (l *recording) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
+	l.mu.Lock()
+	l.at = append(l.at, l.clk.Now())
+	l.mu.Unlock()
+	return l.Lessor.Renew(ctx, held, ttl)
+}
+
+// No renewal is sent at or after the deadline, even when the renewal
+// wakes at the same tick as the deadline timer (a process resumed after a
+// pause): the holder stopped believing in the lease at the deadline, and
+// a renewal then must not revive the session.
+func TestNoRenewalAfterTheDeadline(t *testing.T) {
+	b := newBench(t)
+	lessor := &recording{Lessor: b.lessor, clk: b.clk}
+	s := b.start(lessor, "A", session.Options{TTL: 10 * tick, Margin: 2 * tick, RenewEvery: 4 * tick})
+	if !b.settle(s, 8, 2) { // the renewal due at 4 and the deadline at 8 wake together
+		t.Fatalf("still live at its deadline, lease %+v", s.Lease())
+	}
+	if err := s.Close(b.ctx); err != nil { // waits for the renewal goroutine
+		t.Fatal(err)
+	}
+	if got := s.Lease(); got.ExpiresAt != 10 || len(lessor.at) != 0 {
+		t.Fatalf("renewals sent at ticks %v, lease %+v; want none, and the lease as granted", lessor.at, got)
+	}
+}
+
+// renewFails is a lessor whose renewals fail with err: the store as a
 // session sees it after an unknown outcome (SQLite then refuses every call
 // until it is reopened) or once its file was moved.
 type renewFails struct {
-	leases.Authority
+	leases.Lessor
 	err error
 }
 
-func (a renewFails) Renew(context.Context, leases.Lease, int64, int64) (leases.Lease, error) {
-	return leases.Lease{}, a.err
+func (l renewFails) Renew(context.Context, leases.Lease, time.Duration) (leases.Lease, error) {
+	return leases.Lease{}, l.err
 }
 
 // A store that can renew no more ends the session at its first failed
-// renewal, rather than being tried every tick until the deadline.
+// renewal, rather than being tried until the deadline.
 func TestSessionEndsWhenTheStoreCanRenewNoMore(t *testing.T) {
 	for _, cause := range []error{leases.ErrReopenRequired, leases.ErrDatabaseMoved} {
 		t.Run(cause.Error(), func(t *testing.T) {
-			ctx := testctx.Context(t)
-			_, auth := newAuthority(t)
-			clk := clock.NewManual(0)
-			s, err := session.Start(ctx, renewFails{auth, fmt.Errorf("renew: %w", cause)}, clk, "r", "A", session.Options{TTL: 10, Margin: 2})
-			if err != nil {
-				t.Fatal(err)
+			b := newBench(t)
+			s := b.start(renewFails{b.lessor, fmt.Errorf("renew: %w", cause)}, "A",
+				session.Options{TTL: 10 * tick, Margin: 2 * tick, RenewEvery: 4 * tick})
+			if b.settle(s, 3, 2) {
+				t.Fatalf("ended before the first renewal: %v", s.Err())
 			}
-			t.Cleanup(func() { _ = s.Close(context.Background()) })
-			advance(t, ctx, clk, 3, 1)
-			if err := s.Check(); err != nil {
-				t.Fatalf("before the first renewal: %v", err)
-			}
-			if err := clk.Advance(4); err != nil { // RenewAfter = (10-2)/2
-				t.Fatal(err)
-			}
-			select {
-			case <-s.Done():
-			case <-ctx.Done():
+			if !b.settle(s, 4, 2) {
 				t.Fatal("Done still open after a renewal that can never succeed")
 			}
 			if err := s.Err(); !errors.Is(err, session.ErrEnded) || !errors.Is(err, cause) {
@@ -250,4 +288,49 @@ func TestSessionEndsWhenTheStoreCanRenewNoMore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Close releases the lease even when its context has already ended (the
+// deferred Close after an interrupt), and says what happened.
+func TestCloseAlwaysTries(t *testing.T) {
+	t.Run("a done context still releases", func(t *testing.T) {
+		b := newBench(t)
+		s := b.start(nil, "A", session.Options{TTL: 10 * tick, Margin: 2 * tick})
+		done, cancel := context.WithCancel(b.ctx)
+		cancel()
+		if err := s.Close(done); err != nil {
+			t.Fatal(err)
+		}
+		if held, live, err := b.auth.Holder(b.ctx, "r", 0); err != nil || live {
+			t.Fatalf("after Close with a done context the lease is %+v, live %v, %v; want released", held, live, err)
+		}
+		if err := s.Close(b.ctx); err != nil {
+			t.Fatalf("a second Close: %v", err)
+		}
+	})
+	t.Run("a failed release is said", func(t *testing.T) {
+		b := newBench(t)
+		s := b.start(nil, "A", session.Options{TTL: 10 * tick, Margin: 2 * tick})
+		if err := b.store.Close(); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Close(b.ctx)
+		if err == nil || !strings.Contains(err.Error(), "runs out by itself") {
+			t.Fatalf("Close on a closed store: %v; want an error saying the lease runs out by itself", err)
+		}
+	})
+	t.Run("a lost lease needs no release", func(t *testing.T) {
+		b := newBench(t)
+		s := b.start(nil, "A", session.Options{TTL: 10 * tick, Margin: 2 * tick})
+		if _, err := b.auth.Acquire(b.ctx, "r", "B", 10, 5); err != nil {
+			t.Fatal(err)
+		}
+		b.settle(s, 10, 0)
+		if err := s.Close(b.ctx); err != nil {
+			t.Fatalf("Close after the lease went to B: %v", err)
+		}
+		if held, _, _ := b.auth.Holder(b.ctx, "r", 10); held.Holder != "B" {
+			t.Fatalf("B's lease was touched: %+v", held)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"leases"
 	"leases/clock"
@@ -149,8 +150,8 @@ func (w *worker) startSession(ctx context.Context, req request) reply {
 		return reply{Error: "a session is already open"}
 	}
 	w.clock = clock.NewManual(req.Tick)
-	s, err := session.Start(ctx, w.store.Authority(), w.clock, req.Resource, req.Holder,
-		session.Options{TTL: req.TTL, Margin: req.Margin})
+	s, err := session.Start(ctx, clock.Lessor(w.store.Authority(), w.clock), req.Resource, req.Holder,
+		session.Options{TTL: time.Duration(req.TTL) * time.Millisecond, Margin: time.Duration(req.Margin) * time.Millisecond})
 	if err != nil {
 		return leaseReply(nil, err)
 	}
@@ -160,9 +161,10 @@ func (w *worker) startSession(ctx context.Context, req request) reply {
 }
 
 // moveClock moves the worker's clock and reports whether the session has
-// ended. It waits for the session's renewal goroutine to be waiting on the
-// clock again (or to have ended), so that what the move set off has
-// happened before the reply.
+// ended. It waits for the session's two goroutines, its renewal and its
+// deadline timer, to be waiting on the clock again (or for the session to
+// have ended), so that what the move set off has happened before the
+// reply: while a renewal is under way, only the timer waits.
 func (w *worker) moveClock(tick int64) reply {
 	if w.session == nil {
 		return reply{Error: "no session"}
@@ -173,7 +175,7 @@ func (w *worker) moveClock(tick int64) reply {
 	waiting := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { waiting <- w.clock.Waiters(ctx, 1) }()
+	go func() { waiting <- w.clock.Waiters(ctx, 2) }()
 	select {
 	case <-waiting:
 	case <-w.session.Done():

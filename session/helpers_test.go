@@ -1,0 +1,93 @@
+package session_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"leases"
+	"leases/clock"
+	"leases/internal/testctx"
+	"leases/session"
+	"leases/sqlite"
+)
+
+// tick is one tick of a manual clock, as a session's options say it.
+const tick = time.Millisecond
+
+// bench is a session test's setting: a SQLite authority of its own, and a
+// manual clock that only the test moves.
+type bench struct {
+	t      *testing.T
+	ctx    context.Context
+	store  *sqlite.Store
+	auth   leases.Authority
+	clk    *clock.Manual
+	lessor *clock.CallerClock
+}
+
+func newBench(t *testing.T) *bench {
+	t.Helper()
+	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "leases.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	clk := clock.NewManual(0)
+	return &bench{t: t, ctx: testctx.Context(t), store: store, auth: store.Authority(), clk: clk,
+		lessor: clock.Lessor(store.Authority(), clk)}
+}
+
+// start starts a session on lessor (the bench's own when nil), closed
+// when the test ends, and returns once its two goroutines wait on the
+// clock.
+func (b *bench) start(lessor leases.Lessor, holder string, opts session.Options) *session.Session {
+	b.t.Helper()
+	if lessor == nil {
+		lessor = b.lessor
+	}
+	if opts.Clock == nil {
+		opts.Clock = b.clk // a wrapped lessor hides the clock it is driven by
+	}
+	s, err := session.Start(b.ctx, lessor, "r", holder, opts)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(func() { _ = s.Close(context.Background()) })
+	b.settle(s, b.clk.Now(), 2)
+	return s
+}
+
+// settle moves the clock to tick and returns once what the move set off
+// in s has run: s has ended, or waiters goroutines (s's own two, and any
+// other the test has) wait on the clock again. It reports whether s has
+// ended. A session that should have ended but goes on waiting is seen at
+// once, not at the test's deadline.
+func (b *bench) settle(s *session.Session, tick int64, waiters int) bool {
+	b.t.Helper()
+	if err := b.clk.Advance(tick); err != nil {
+		b.t.Fatal(err)
+	}
+	waiting := make(chan error, 1)
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	go func() { waiting <- b.clk.Waiters(ctx, waiters) }()
+	select {
+	case <-s.Done():
+		return true
+	case err := <-waiting:
+		if err != nil {
+			b.t.Fatalf("at tick %d: waiting for %d goroutines to wait on the clock: %v", tick, waiters, err)
+		}
+		select {
+		case <-s.Done():
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// deadlineTick is s's deadline in the manual clock's ticks.
+func deadlineTick(s *session.Session) int64 { return s.Deadline().UnixMilli() }

@@ -1,0 +1,145 @@
+package session
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"leases"
+	"leases/clock"
+)
+
+// DefaultTTL is a session's time-to-live when its options leave it zero:
+// client-go's leader election uses the same.
+const DefaultTTL = 15 * time.Second
+
+// DefaultCloseTimeout bounds Close's release when its context has already
+// ended.
+const DefaultCloseTimeout = time.Second
+
+// Options tune a session. The zero value is a session of DefaultTTL on the
+// wall clock that logs nothing.
+type Options struct {
+	// TTL is the lease's time-to-live at the grant and at every renewal,
+	// in whole milliseconds (a clock's tick); zero means DefaultTTL.
+	TTL time.Duration
+	// Margin is how long before the lease could expire the session ends:
+	// the holder's allowance for the time an action takes to land after
+	// its last check, and for clocks that disagree. Zero means TTL/5; it
+	// must stay below TTL. It is rounded up to a whole millisecond.
+	Margin time.Duration
+	// RenewEvery is how long after each grant or confirmed renewal the
+	// session renews. Zero means (TTL-Margin)/3, so that two failed
+	// renewals still leave time for a third before the deadline. It must
+	// be below TTL-Margin.
+	RenewEvery time.Duration
+	// Clock is what the session counts its deadline and its renewals on.
+	// Nil means the lessor's own clock when the lessor is driven by one
+	// (clock.Lessor), and otherwise the wall clock.
+	Clock clock.Clock
+	// Logger receives what an operator needs to see: grants, renewals
+	// that failed and why, the end and why (renewals themselves at debug
+	// level). Nil means no logging.
+	Logger *slog.Logger
+	// OnEvent, when set, is called for every grant, renewal, failed
+	// renewal and end, in order, from the session's goroutines; it must
+	// return promptly.
+	OnEvent func(Event)
+	// CloseTimeout bounds Close's release when the context given to Close
+	// has already ended (the usual defer after an interrupt). Zero means
+	// DefaultCloseTimeout.
+	CloseTimeout time.Duration
+}
+
+// settings are Options checked and filled in, in the clock's ticks
+// (milliseconds).
+type settings struct {
+	ttl          time.Duration // whole milliseconds
+	ttlTicks     int64
+	margin       int64
+	renewEvery   int64
+	minBackoff   int64
+	maxBackoff   int64
+	clock        clock.Clock
+	log          *slog.Logger
+	onEvent      func(Event)
+	closeTimeout time.Duration
+}
+
+// settings checks o and fills in its defaults for a session on lessor.
+// Nonsense (a TTL below a tick, a margin at or above the TTL, negative
+// durations, a renewal after the deadline) is refused with
+// leases.ErrInvalidInput.
+func (o Options) settings(lessor leases.Lessor) (settings, error) {
+	invalid := func(format string, args ...any) (settings, error) {
+		return settings{}, fmt.Errorf("%w: session options: "+format, append([]any{leases.ErrInvalidInput}, args...)...)
+	}
+	ttl := o.TTL
+	switch {
+	case ttl == 0:
+		ttl = DefaultTTL
+	case ttl < 0:
+		return invalid("TTL %v is negative", ttl)
+	case ttl < time.Millisecond:
+		return invalid("TTL %v is below a millisecond (did you mean %d * time.Second?)", ttl, int64(ttl))
+	}
+	ttl = ttl.Truncate(time.Millisecond)
+	margin := o.Margin
+	switch {
+	case margin == 0:
+		margin = ttl / 5
+	case margin < 0:
+		return invalid("Margin %v is negative", margin)
+	case margin >= ttl:
+		return invalid("Margin %v is not below TTL %v: the session would end before it began", margin, ttl)
+	}
+	marginTicks := ceilTicks(margin)
+	if marginTicks >= ttl.Milliseconds() {
+		return invalid("Margin %v rounds up to the TTL %v", margin, ttl)
+	}
+	window := ttl.Milliseconds() - marginTicks // from a grant to its deadline
+	renewEvery := o.RenewEvery.Milliseconds()
+	switch {
+	case o.RenewEvery == 0:
+		renewEvery = max(1, window/3)
+	case o.RenewEvery < time.Millisecond:
+		return invalid("RenewEvery %v is below a millisecond", o.RenewEvery)
+	case renewEvery >= window:
+		return invalid("RenewEvery %v is not below TTL-Margin (%v): the session would end before it renewed", o.RenewEvery, time.Duration(window)*time.Millisecond)
+	}
+	closeTimeout := o.CloseTimeout
+	switch {
+	case closeTimeout == 0:
+		closeTimeout = DefaultCloseTimeout
+	case closeTimeout < 0:
+		return invalid("CloseTimeout %v is negative", closeTimeout)
+	}
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.Wall{}
+		if driven, ok := lessor.(interface{ Clock() clock.Clock }); ok {
+			clk = driven.Clock()
+		}
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// Retries after a failure back off from a hundredth of the TTL to a
+	// tenth, so that a store that is down is not hammered and one that
+	// comes back is found well before the deadline.
+	minBackoff := max(1, ttl.Milliseconds()/100)
+	return settings{
+		ttl: ttl, ttlTicks: ttl.Milliseconds(), margin: marginTicks, renewEvery: renewEvery,
+		minBackoff: minBackoff, maxBackoff: max(minBackoff, ttl.Milliseconds()/10),
+		clock: clk, log: log, onEvent: o.OnEvent, closeTimeout: closeTimeout,
+	}, nil
+}
+
+// ceilTicks is d in milliseconds, rounded up.
+func ceilTicks(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// ticksDuration is a number of ticks as a duration.
+func ticksDuration(ticks int64) time.Duration { return time.Duration(ticks) * time.Millisecond }
