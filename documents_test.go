@@ -43,7 +43,26 @@ func TestDocumentsShowTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var texts []string
+	for _, path := range documents(t) {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, string(text))
+		if loose := report.LooseGo(string(text)); len(loose) > 0 {
+			t.Errorf("%s: Go at lines %v is not a generated code block: no test compiles it", path, loose)
+		}
+	}
+	code, err := report.CodeBlocks(".", texts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	used := map[string]bool{}
+	for name := range code {
+		used[name] = true
+	}
+	maps.Copy(blocks, code)
 	for _, path := range documents(t) {
 		text, err := os.ReadFile(path)
 		if err != nil {

@@ -39,8 +39,11 @@ func Rewrite(text string, blocks map[string]string) (string, []string, error) {
 		if end == len(lines) {
 			return "", nil, fmt.Errorf("line %d: block %q has no %s", i+1, name, closeMarker)
 		}
-		if strings.HasPrefix(name, "diagram ") {
+		switch {
+		case strings.HasPrefix(name, "diagram "):
 			block = "```mermaid\n" + block + "```\n"
+		case strings.HasPrefix(name, "code "):
+			block = "```go\n" + block + "```\n"
 		}
 		out.WriteString(block)
 		out.WriteString(lines[end])
