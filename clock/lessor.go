@@ -2,10 +2,10 @@ package clock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"leases"
+	"leases/internal/rules"
 )
 
 // Lessor is auth driven by clk: every call reads clk for the tick that
@@ -40,7 +40,7 @@ func (l *CallerClock) Authority() leases.Authority { return l.auth }
 
 // Acquire is the authority's Acquire at the clock's tick.
 func (l *CallerClock) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
-	ticks, err := Ticks(ttl)
+	ticks, err := rules.CheckDuration(ttl)
 	if err != nil {
 		return leases.Lease{}, err
 	}
@@ -49,7 +49,7 @@ func (l *CallerClock) Acquire(ctx context.Context, resource, holder string, ttl 
 
 // Renew is the authority's Renew at the clock's tick.
 func (l *CallerClock) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
-	ticks, err := Ticks(ttl)
+	ticks, err := rules.CheckDuration(ttl)
 	if err != nil {
 		return leases.Lease{}, err
 	}
@@ -72,13 +72,4 @@ func (l *CallerClock) Changed(ctx context.Context, resource string) (<-chan stru
 		return w.Changed(ctx, resource)
 	}
 	return ctx.Done(), nil
-}
-
-// Ticks is d in whole ticks (milliseconds), rounded down; a duration
-// below one tick is refused with leases.ErrInvalidInput.
-func Ticks(d time.Duration) (int64, error) {
-	if d < time.Millisecond {
-		return 0, fmt.Errorf("%w: %v is below one tick (1ms)", leases.ErrInvalidInput, d)
-	}
-	return d.Milliseconds(), nil
 }

@@ -135,14 +135,14 @@ func ExampleSession_Check() {
 		return
 	}
 	defer s.Close(ctx)
-	fmt.Println("holds epoch", s.Epoch(), "until", s.Deadline().UTC().Format(time.TimeOnly))
+	fmt.Println("holds epoch", s.Epoch(), "for", s.Deadline().Sub(time.UnixMilli(clk.Now())))
 	_ = clk.Advance(9_000) // 9 s in one step: the process was stopped
 	fmt.Println(s.Check())
 	<-s.Context().Done()
 	fmt.Println(context.Cause(s.Context()) == s.Err())
 	// Output:
-	// holds epoch 1 until 00:00:08
-	// session ended: its deadline passed 1s ago, 2s before the lease on "invoice-7" could expire
+	// holds epoch 1 for 7.99s
+	// session ended: its deadline passed 1.01s ago, 2.01s before the lease on "invoice-7" could expire
 	// true
 }
 

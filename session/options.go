@@ -17,6 +17,11 @@ const DefaultTTL = 15 * time.Second
 // ended.
 const DefaultCloseTimeout = time.Second
 
+// DefaultDrift is a session's allowance for clock rate when its options
+// leave it zero: a millisecond a second, twice the 500 ppm that NTP
+// tolerates in a clock's frequency.
+const DefaultDrift = 0.001
+
 // Options tune a session. The zero value is a session of DefaultTTL on the
 // wall clock that logs nothing.
 type Options struct {
@@ -28,6 +33,12 @@ type Options struct {
 	// its last check, and for clocks that disagree. Zero means TTL/5; it
 	// must stay below TTL. It is rounded up to a whole millisecond.
 	Margin time.Duration
+	// Drift is how much faster than the session's own clock the clock
+	// that decides expiry (the authority's, or the next holder's) may
+	// run, as a fraction: the session ends Drift×TTL earlier, besides the
+	// margin (Chubby's conservative lease clock), rounded down to a
+	// millisecond. Zero means DefaultDrift; it must be below 0.5.
+	Drift float64
 	// RenewEvery is how long after each grant or confirmed renewal the
 	// session renews. Zero means (TTL-Margin)/3, so that two failed
 	// renewals still leave time for a third before the deadline. It must
@@ -57,6 +68,8 @@ type settings struct {
 	ttl          time.Duration // whole milliseconds
 	ttlTicks     int64
 	margin       int64
+	drift        int64 // the allowance for clock rate, in ticks
+	lifetime     int64 // from a request's sending to the deadline: ttl - margin - drift
 	renewEvery   int64
 	minBackoff   int64
 	maxBackoff   int64
@@ -97,7 +110,18 @@ func (o Options) settings(lessor leases.Lessor) (settings, error) {
 	if marginTicks >= ttl.Milliseconds() {
 		return invalid("Margin %v rounds up to the TTL %v", margin, ttl)
 	}
-	window := ttl.Milliseconds() - marginTicks // from a grant to its deadline
+	drift := o.Drift
+	switch {
+	case drift == 0:
+		drift = DefaultDrift
+	case drift < 0 || drift >= 0.5:
+		return invalid("Drift %v is not in [0, 0.5)", drift)
+	}
+	driftTicks := int64(float64(ttl.Milliseconds()) * drift)
+	window := ttl.Milliseconds() - marginTicks - driftTicks // from a grant to its deadline
+	if window < 1 {
+		return invalid("Margin %v and the drift allowance %v leave nothing of TTL %v", margin, ticksDuration(driftTicks), ttl)
+	}
 	renewEvery := o.RenewEvery.Milliseconds()
 	switch {
 	case o.RenewEvery == 0:
@@ -105,7 +129,8 @@ func (o Options) settings(lessor leases.Lessor) (settings, error) {
 	case o.RenewEvery < time.Millisecond:
 		return invalid("RenewEvery %v is below a millisecond", o.RenewEvery)
 	case renewEvery >= window:
-		return invalid("RenewEvery %v is not below TTL-Margin (%v): the session would end before it renewed", o.RenewEvery, time.Duration(window)*time.Millisecond)
+		return invalid("RenewEvery %v is not below the TTL less the margin and the drift allowance (%v): the session would end before it renewed",
+			o.RenewEvery, ticksDuration(window))
 	}
 	closeTimeout := o.CloseTimeout
 	switch {
@@ -130,7 +155,8 @@ func (o Options) settings(lessor leases.Lessor) (settings, error) {
 	// comes back is found well before the deadline.
 	minBackoff := max(1, ttl.Milliseconds()/100)
 	return settings{
-		ttl: ttl, ttlTicks: ttl.Milliseconds(), margin: marginTicks, renewEvery: renewEvery,
+		ttl: ttl, ttlTicks: ttl.Milliseconds(), margin: marginTicks, drift: driftTicks, lifetime: window,
+		renewEvery: renewEvery,
 		minBackoff: minBackoff, maxBackoff: max(minBackoff, ttl.Milliseconds()/10),
 		clock: clk, log: log, onEvent: o.OnEvent, closeTimeout: closeTimeout,
 	}, nil

@@ -67,7 +67,7 @@ func begin(ctx context.Context, lessor leases.Lessor, set settings, lease leases
 	s := &Session{
 		lessor: lessor, set: set, values: context.WithoutCancel(ctx),
 		ctx: holderCtx, cancel: cancel,
-		lease: lease, deadline: sent + set.ttlTicks - set.margin, moved: make(chan struct{}),
+		lease: lease, deadline: sent + set.lifetime, moved: make(chan struct{}),
 	}
 	s.emitting.Lock()
 	s.emit(s.event(Granted, nil))
@@ -91,7 +91,8 @@ func (s *Session) Epoch() int64 { return s.Lease().Epoch }
 
 // Deadline is when the session ends unless a renewal comes first: the
 // last confirmed grant or renewal's time-to-live, counted on the session's
-// clock from when its request was sent, less the margin. On the wall
+// clock from when its request was sent, less the margin and the drift
+// allowance. On the wall
 // clock it is a wall-clock time; on a manual clock, its ticks as
 // milliseconds since the Unix epoch.
 func (s *Session) Deadline() time.Time {
@@ -240,7 +241,7 @@ func (s *Session) confirm(renewed leases.Lease, sent int64) {
 		return
 	}
 	s.lease = renewed
-	if deadline := sent + s.set.ttlTicks - s.set.margin; deadline > s.deadline {
+	if deadline := sent + s.set.lifetime; deadline > s.deadline {
 		s.deadline = deadline
 		close(s.moved)
 		s.moved = make(chan struct{})
@@ -292,7 +293,7 @@ func (s *Session) expired(now int64) error {
 	late, resource := now-s.deadline, s.lease.Resource
 	s.mu.Unlock()
 	return fmt.Errorf("%w: its deadline passed %v ago, %v before the lease on %q could expire",
-		ErrEnded, ticksDuration(late), ticksDuration(s.set.margin), resource)
+		ErrEnded, ticksDuration(late), ticksDuration(s.set.margin+s.set.drift), resource)
 }
 
 // end ends the session with err, once: the holder's context is cancelled

@@ -30,12 +30,16 @@ func TestOptionsAreChecked(t *testing.T) {
 		{"negative TTL", session.Options{TTL: -time.Second}, false},
 		{"negative margin", session.Options{TTL: time.Second, Margin: -1}, false},
 		{"margin equal to the TTL", session.Options{TTL: time.Second, Margin: time.Second}, false},
-		{"margin just below the TTL", session.Options{TTL: time.Second, Margin: time.Second - tick}, true},
+		{"margin just below the TTL, no drift allowance", session.Options{TTL: time.Second, Margin: time.Second - tick, Drift: 0.0009}, true},
+		{"margin and drift allowance leave nothing", session.Options{TTL: time.Second, Margin: time.Second - tick}, false},
+		{"negative drift", session.Options{TTL: time.Second, Drift: -0.001}, false},
+		{"drift of a half", session.Options{TTL: time.Second, Drift: 0.5}, false},
+		{"drift just below a half", session.Options{TTL: time.Second, Margin: 200 * tick, Drift: 0.49}, true},
 		{"margin that rounds up to the TTL", session.Options{TTL: time.Second, Margin: time.Second - tick + 1}, false},
 		{"negative renewal", session.Options{TTL: time.Second, RenewEvery: -tick}, false},
 		{"renewal below a tick", session.Options{TTL: time.Second, RenewEvery: 1}, false},
-		{"renewal at the deadline", session.Options{TTL: time.Second, Margin: 200 * tick, RenewEvery: 800 * tick}, false},
-		{"renewal just before the deadline", session.Options{TTL: time.Second, Margin: 200 * tick, RenewEvery: 799 * tick}, true},
+		{"renewal at the deadline", session.Options{TTL: time.Second, Margin: 200 * tick, RenewEvery: 799 * tick}, false},
+		{"renewal just before the deadline", session.Options{TTL: time.Second, Margin: 200 * tick, RenewEvery: 798 * tick}, true},
 		{"negative close timeout", session.Options{TTL: time.Second, CloseTimeout: -1}, false},
 	}
 	for _, tc := range cases {
@@ -66,17 +70,18 @@ func TestOptionsAreChecked(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
 		b := newBench(t)
 		s := b.start(nil, "A", session.Options{})
-		// 15 s, ending 3 s early, renewing every 4 s.
-		if got := s.Lease(); got.ExpiresAt != 15_000 || deadlineTick(s) != 12_000 {
-			t.Fatalf("lease %+v, deadline %d; want expiry 15000, deadline 12000", got, deadlineTick(s))
+		// 15 s, ending 3 s early and 15 ms more for drift, renewing every
+		// third of the 11.985 s that leaves.
+		if got := s.Lease(); got.ExpiresAt != 15_000 || deadlineTick(s) != 11_985 {
+			t.Fatalf("lease %+v, deadline %d; want expiry 15000, deadline 11985", got, deadlineTick(s))
 		}
-		b.settle(s, 3_999, 2)
+		b.settle(s, 3_994, 2)
 		if s.Lease().ExpiresAt != 15_000 {
-			t.Fatalf("renewed before 4 s: %+v", s.Lease())
+			t.Fatalf("renewed before 3.995 s: %+v", s.Lease())
 		}
-		b.settle(s, 4_000, 2)
-		if got := s.Lease(); got.ExpiresAt != 19_000 || deadlineTick(s) != 16_000 {
-			t.Fatalf("at 4 s: lease %+v, deadline %d; want expiry 19000, deadline 16000", got, deadlineTick(s))
+		b.settle(s, 3_995, 2)
+		if got := s.Lease(); got.ExpiresAt != 18_995 || deadlineTick(s) != 15_980 {
+			t.Fatalf("at 3.995 s: lease %+v, deadline %d; want expiry 18995, deadline 15980", got, deadlineTick(s))
 		}
 	})
 }

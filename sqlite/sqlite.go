@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"leases"
+	"leases/clock"
 	"leases/internal/sqlitestore"
 )
 
@@ -28,6 +29,7 @@ const DefaultBusyTimeout = sqlitestore.DefaultBusyTimeout
 // starts and ends on the same connection.
 type Store struct {
 	store *sqlitestore.Store
+	now   func() int64 // the host's clock, for the Lessor
 }
 
 // Options tune how a file is opened; the zero value is the default.
@@ -36,6 +38,9 @@ type Options struct {
 	// process's write lock on the same file. Zero means
 	// DefaultBusyTimeout; a negative value means fail at once.
 	BusyTimeout time.Duration
+	// Clock is the clock the Lessor decides on; nil means the machine's
+	// wall clock (clock.Wall). Tests give it a manual one.
+	Clock clock.Clock
 	// WatchInterval is how often a waiting acquire (session.Wait) looks
 	// whether another process released or renewed the lease it waits
 	// for: SQLite cannot notify one process of another's commit, so a
@@ -71,11 +76,27 @@ func (o Options) Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{store: s}, nil
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.Wall{}
+	}
+	return &Store{store: s, now: clk.Now}, nil
 }
 
-// Authority returns the lease authority backed by this store.
+// Authority returns the lease authority backed by this store, with
+// explicit ticks: the caller says what time it is (see [leases.Authority]).
 func (s *Store) Authority() leases.Authority { return s.store.Authority() }
+
+// Lessor returns the lease authority on the host's clock, for sessions:
+// each decision reads Options.Clock (the machine's wall clock) inside its
+// transaction, once it holds the file's write lock, and never earlier than
+// the lease's last change. Every process that shares the file is on the
+// same machine and reads the same clock, so no caller's clock decides when
+// a lease expires; a holder's session counts its own deadline on its own
+// monotonic clock. What it assumes: the machine's clock is not stepped
+// forward by more than a session's margin while a lease lives (NTP slews
+// small corrections rather than stepping). It is a [leases.Watcher] too.
+func (s *Store) Lessor() leases.Lessor { return s.store.Lessor(s.now) }
 
 // Receiver returns a receiver backed by this store, fenced or not.
 func (s *Store) Receiver(mode leases.Mode) leases.Receiver { return s.store.Receiver(mode) }

@@ -36,6 +36,42 @@ func (r LeaseRow) Lease(resource string) leases.Lease {
 	return leases.Lease{Resource: resource, Holder: r.Holder, Epoch: r.Epoch, GrantedAt: r.GrantedAt, ExpiresAt: r.ExpiresAt}
 }
 
+// TickFunc decides the tick of a decision on the row read in its
+// transaction (found is false when there is none), for a time-to-live of
+// ttl ticks (0 for a release or a holder query): the caller's tick, or
+// the authority's own clock. Its error is a refusal.
+type TickFunc func(row LeaseRow, found bool, ttl int64) (int64, error)
+
+// At is the TickFunc of a caller that says the tick: now, checked by the
+// caller's argument check.
+func At(now int64) TickFunc {
+	return func(LeaseRow, bool, int64) (int64, error) { return now, nil }
+}
+
+// Clock is the TickFunc of an authority that keeps time itself: now() as
+// its clock reads it inside the decision's transaction, but never earlier
+// than the row's last change, so that a clock stepped back cannot make a
+// decision's tick run backwards (the lease then lasts longer, never
+// shorter). Negative readings and expiries that would overflow are
+// refused as invalid input.
+func Clock(now func() int64) TickFunc {
+	return func(row LeaseRow, found bool, ttl int64) (int64, error) {
+		tick := now()
+		if found {
+			tick = max(tick, row.LastTick)
+		}
+		if err := CheckTick(tick); err != nil {
+			return 0, err
+		}
+		if ttl > 0 {
+			if err := CheckTTL(tick, ttl); err != nil {
+				return 0, err
+			}
+		}
+		return tick, nil
+	}
+}
+
 // Acquire decides an acquire of resource by holder at tick now for ttl
 // ticks, given the stored row (found is false when the resource was never
 // leased): the row to store and the lease granted, or a refusal.

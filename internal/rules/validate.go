@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"leases"
@@ -50,6 +51,15 @@ func CheckTTL(now, ttl int64) error {
 		return fmt.Errorf("%w: tick %d plus time-to-live %d overflows", leases.ErrInvalidInput, now, ttl)
 	}
 	return nil
+}
+
+// CheckDuration refuses a time-to-live below one tick (a millisecond) and
+// returns it in ticks, rounded down.
+func CheckDuration(ttl time.Duration) (int64, error) {
+	if ttl < time.Millisecond {
+		return 0, fmt.Errorf("%w: time-to-live %v is below one tick (1ms)", leases.ErrInvalidInput, ttl)
+	}
+	return ttl.Milliseconds(), nil
 }
 
 // CheckEpoch refuses an epoch below 1.

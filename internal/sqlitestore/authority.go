@@ -34,10 +34,20 @@ func (a *Authority) Acquire(ctx context.Context, resource, holder string, now, t
 	if err := rules.CheckAcquire(resource, holder, now, ttl); err != nil {
 		return leases.Lease{}, err
 	}
+	return a.acquire(ctx, resource, holder, rules.At(now), ttl)
+}
+
+// acquire is an acquire at the tick that tick decides on the row read in
+// the transaction: the caller's, or the host's clock.
+func (a *Authority) acquire(ctx context.Context, resource, holder string, tick rules.TickFunc, ttl int64) (leases.Lease, error) {
 	var granted leases.Lease
+	var now int64
 	err := a.store.inTransaction(ctx, func(tx *sql.Tx) error {
 		row, found, err := a.read(ctx, tx, resource)
 		if err != nil {
+			return err
+		}
+		if now, err = tick(row, found, ttl); err != nil {
 			return err
 		}
 		var next rules.LeaseRow
@@ -60,10 +70,18 @@ func (a *Authority) Renew(ctx context.Context, held leases.Lease, now, ttl int64
 	if err := rules.First(rules.CheckHeld(held, now), rules.CheckTTL(now, ttl)); err != nil {
 		return leases.Lease{}, err
 	}
+	return a.renew(ctx, held, rules.At(now), ttl)
+}
+
+func (a *Authority) renew(ctx context.Context, held leases.Lease, tick rules.TickFunc, ttl int64) (leases.Lease, error) {
 	var renewed leases.Lease
+	var now int64
 	err := a.store.inTransaction(ctx, func(tx *sql.Tx) error {
 		row, found, err := a.read(ctx, tx, held.Resource)
 		if err != nil {
+			return err
+		}
+		if now, err = tick(row, found, ttl); err != nil {
 			return err
 		}
 		if row, renewed, err = rules.Renew(row, found, held, now, ttl); err != nil {
@@ -83,9 +101,17 @@ func (a *Authority) Release(ctx context.Context, held leases.Lease, now int64) e
 	if err := rules.CheckHeld(held, now); err != nil {
 		return err
 	}
+	return a.release(ctx, held, rules.At(now))
+}
+
+func (a *Authority) release(ctx context.Context, held leases.Lease, tick rules.TickFunc) error {
+	var now int64
 	err := a.store.inTransaction(ctx, func(tx *sql.Tx) error {
 		row, found, err := a.read(ctx, tx, held.Resource)
 		if err != nil {
+			return err
+		}
+		if now, err = tick(row, found, 0); err != nil {
 			return err
 		}
 		if row, err = rules.Release(row, found, held, now); err != nil {
@@ -107,10 +133,21 @@ func (a *Authority) Holder(ctx context.Context, resource string, now int64) (lea
 	if err := rules.CheckHolder(resource, now); err != nil {
 		return leases.Lease{}, false, err
 	}
+	return a.holder(ctx, resource, rules.At(now))
+}
+
+func (a *Authority) holder(ctx context.Context, resource string, tick rules.TickFunc) (lease leases.Lease, live bool, err error) {
+	var now int64
 	err = a.store.inTransaction(ctx, func(tx *sql.Tx) error {
 		row, found, err := a.read(ctx, tx, resource)
+		if err != nil {
+			return err
+		}
+		if now, err = tick(row, found, 0); err != nil {
+			return err
+		}
 		lease, live = rules.Holder(row, found, resource, now)
-		return err
+		return nil
 	})
 	if err != nil {
 		return leases.Lease{}, false, fmt.Errorf("holder of %q at tick %d: %w", resource, now, err)

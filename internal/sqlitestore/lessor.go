@@ -1,0 +1,75 @@
+package sqlitestore
+
+import (
+	"context"
+	"time"
+
+	"leases"
+	"leases/internal/rules"
+)
+
+// Lessor is the authority on the host's clock: each decision reads now()
+// inside its transaction, once it holds the file's write lock, and never
+// earlier than the row's last change. Every process on the machine reads
+// the same clock, so no caller's clock decides anything.
+type Lessor struct {
+	auth *Authority
+	tick rules.TickFunc
+	now  func() int64
+}
+
+var (
+	_ leases.Lessor  = (*Lessor)(nil)
+	_ leases.Watcher = (*Lessor)(nil)
+)
+
+// Lessor returns the store's authority on the clock now (milliseconds
+// since the Unix epoch).
+func (s *Store) Lessor(now func() int64) *Lessor {
+	return &Lessor{auth: s.Authority(), tick: rules.Clock(now), now: now}
+}
+
+// Acquire implements [leases.Lessor.Acquire].
+func (l *Lessor) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
+	ticks, err := rules.CheckDuration(ttl)
+	if err == nil {
+		err = rules.First(rules.CheckName("resource", resource), rules.CheckName("holder", holder))
+	}
+	if err != nil {
+		return leases.Lease{}, err
+	}
+	return l.auth.acquire(ctx, resource, holder, l.tick, ticks)
+}
+
+// Renew implements [leases.Lessor.Renew].
+func (l *Lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
+	ticks, err := rules.CheckDuration(ttl)
+	if err == nil {
+		err = rules.CheckHeld(held, 0)
+	}
+	if err != nil {
+		return leases.Lease{}, err
+	}
+	return l.auth.renew(ctx, held, l.tick, ticks)
+}
+
+// Release implements [leases.Lessor.Release].
+func (l *Lessor) Release(ctx context.Context, held leases.Lease) error {
+	if err := rules.CheckHeld(held, 0); err != nil {
+		return err
+	}
+	return l.auth.release(ctx, held, l.tick)
+}
+
+// Holder implements [leases.Lessor.Holder].
+func (l *Lessor) Holder(ctx context.Context, resource string) (leases.Lease, bool, error) {
+	if err := rules.CheckName("resource", resource); err != nil {
+		return leases.Lease{}, false, err
+	}
+	return l.auth.holder(ctx, resource, l.tick)
+}
+
+// Changed implements [leases.Watcher], as the store's authority does.
+func (l *Lessor) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
+	return l.auth.Changed(ctx, resource)
+}
