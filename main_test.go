@@ -30,6 +30,9 @@ const (
 	// controllerEnv makes this binary a controller that starts two
 	// workers on the named database, prints their pids and waits.
 	controllerEnv = "LEASES_TEST_CONTROLLER_DB"
+	// groupOnlyEnv makes that controller start its workers with
+	// worker.Options.GroupOnly: without Linux's parent-death signal.
+	groupOnlyEnv = "LEASES_TEST_GROUP_ONLY"
 	// commandEnv makes this binary the command run-experiment itself,
 	// exactly as cmd/run-experiment runs it (command.Command); its
 	// workers are this binary too.
@@ -64,7 +67,7 @@ func TestMain(m *testing.M) {
 	if point == "scenario" {
 		sqlitestore.HookInsideTransaction = func(op string) {
 			if op == "acquire" {
-				_ = syscall.Kill(os.Getppid(), sig)
+				_ = signalProcess(os.Getppid(), sig)
 			}
 		}
 	}
@@ -82,7 +85,7 @@ func TestMain(m *testing.M) {
 		if point == "exploration" {
 			var once sync.Once
 			sqlitestore.HookInsideTransaction = func(string) {
-				once.Do(func() { _ = syscall.Kill(os.Getpid(), sig) })
+				once.Do(func() { _ = signalProcess(os.Getpid(), sig) })
 			}
 		}
 		os.Exit(command.Command(kinds...))
@@ -111,7 +114,7 @@ func playController(dbPath string) int {
 	ctx := context.Background()
 	var pids []any
 	for _, name := range []string{"A", "B"} {
-		w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Spec: dbPath})
+		w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Spec: dbPath, GroupOnly: os.Getenv(groupOnlyEnv) != ""})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

@@ -28,7 +28,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"leases/internal/command"
@@ -194,27 +193,12 @@ func straceOrSkip(t *testing.T) string {
 	return strace
 }
 
-// mountTmpfs mounts a tmpfs of size on a fresh directory for the test's
-// duration, or skips the test where mounting is not permitted.
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size="+size); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // cleanSQLiteRun is what this test binary, playing the command on SQLite
 // alone, writes without any fault: what a faulty run that exits 0 must
 // write too. Its SQLite section is results.json's, byte for byte.
 func cleanSQLiteRun(t *testing.T) []byte {
 	t.Helper()
+	skipWithoutStop(t)
 	out := filepath.Join(t.TempDir(), "clean.json")
 	if got := (commandProcess{}).run(t, "--output", out); got.code != command.ExitMatch {
 		t.Fatalf("the clean run: exit %d; stderr:\n%s", got.code, got.stderr)
