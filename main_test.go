@@ -107,19 +107,25 @@ func interruptPoint() (point string, sig syscall.Signal) {
 	return point, sig
 }
 
-// playController starts two workers that wait for commands, prints their
-// pids, and waits for its own input to end. Killed, it leaves the workers
-// without a controller.
+// playController starts two workers that wait for commands, pauses the
+// first (worker.Stop, which returns once the kernel reports it stopped),
+// prints their pids, and waits for its own input to end. Killed, it leaves
+// the workers without a controller.
 func playController(dbPath string) int {
 	ctx := context.Background()
 	var pids []any
+	var workers []*worker.Worker
 	for _, name := range []string{"A", "B"} {
 		w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Spec: dbPath, GroupOnly: os.Getenv(groupOnlyEnv) != ""})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		pids = append(pids, w.PID())
+		pids, workers = append(pids, w.PID()), append(workers, w)
+	}
+	if err := workers[0].Stop(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	fmt.Println(pids...)
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')

@@ -26,8 +26,5 @@ func killProcessGroup(cmd *exec.Cmd) error {
 	return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
 
-// stopProcess sends SIGSTOP to pid.
-func stopProcess(pid int) error { return syscall.Kill(pid, syscall.SIGSTOP) }
-
 // mkfifo makes a FIFO at path.
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"os/exec"
 	"syscall"
-
-	"leases/internal/worker"
 )
 
 // processGone reports whether no process with pid exists any more: none
@@ -27,9 +25,6 @@ func inOwnProcessGroup(*exec.Cmd) {}
 
 // killProcessGroup kills the process cmd started.
 func killProcessGroup(cmd *exec.Cmd) error { return cmd.Process.Kill() }
-
-// stopProcess fails: Windows has no SIGSTOP.
-func stopProcess(int) error { return worker.ErrCannotStop }
 
 // mkfifo fails: Windows has no FIFO in the file system.
 func mkfifo(string) error { return errors.ErrUnsupported }

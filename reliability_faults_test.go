@@ -122,8 +122,8 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 
 // killControllerUnderWorkers starts a controller (this binary in the
 // controller role, with env added to its environment) that starts two
-// workers, pauses one of them, kills the controller, and fails t unless
-// both workers exit.
+// workers and pauses one of them, kills the controller, and fails t
+// unless both workers exit.
 func killControllerUnderWorkers(t *testing.T, env ...string) {
 	ctx := testContext(t)
 	path := tempDBPath(t)
@@ -176,13 +176,11 @@ func killControllerUnderWorkers(t *testing.T, env ...string) {
 		}
 	})
 
-	// One worker is paused first: a stopped process cannot read the end of
-	// its input, and only the system can end it. The stop is pending once
-	// kill returns, and a pending stop is taken before the worker runs
-	// another instruction, so it cannot see the end-of-file first.
-	if err := stopProcess(pids[0]); err != nil {
-		t.Fatal(err)
-	}
+	// The first worker is paused, and has stopped, by the time the
+	// controller says the pids: a stopped process cannot read the end of
+	// its input, and only the system can end it. (Stopped, not only sent
+	// SIGSTOP: the kernel hangs up a group orphaned with a member stopped,
+	// not one still on its way to stopping.)
 	if err := controller.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
