@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"syscall"
 	"testing"
 )
 
@@ -52,10 +51,8 @@ func (p commandProcess) run(t *testing.T, args ...string) commandExit {
 	cmd.Env = append(append(os.Environ(), commandEnv+"=1", "TMPDIR="+tmp), p.env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.ExtraFiles = []*os.File{heldByEveryone} // not close-on-exec: every descendant inherits it
-	// A hung run is ended whole: the command, its workers and strace share
-	// a process group of their own.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A hung run is ended whole (see inOwnProcessGroup).
+	inOwnProcessGroup(cmd)
 	err = cmd.Start()
 	heldByEveryone.Close()
 	if err != nil {
@@ -71,7 +68,7 @@ func (p commandProcess) run(t *testing.T, args ...string) commandExit {
 		t.Fatal(err)
 	}
 	if n, err := allGone.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = killProcessGroup(cmd)
 		t.Fatalf("a process of the run outlived the command: waiting for all to exit got %d bytes, %v", n, err)
 	}
 	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {

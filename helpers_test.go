@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -144,14 +143,28 @@ func isBusy(err error) bool {
 	return errors.As(err, &sqliteErr) && sqliteErr.Code()&0xff == 5 // SQLITE_BUSY
 }
 
-// processGone reports whether no process with pid exists any more.
-func processGone(pid int) bool {
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+// skipWithoutStop skips t where a worker cannot be paused (see
+// worker.CanStop: Windows has no SIGSTOP), saying so in one line.
+func skipWithoutStop(t *testing.T) {
+	t.Helper()
+	if err := worker.CanStop(); err != nil {
+		t.Skip("skipped: " + err.Error())
+	}
+}
+
+// signalProcess sends sig to the process pid, which need not be a child.
+func signalProcess(pid int, sig os.Signal) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return errors.Join(p.Signal(sig), p.Release())
 }
 
 // runScenario runs one named scenario and reports its workers' pids.
 func runScenario(t *testing.T, name string) (scenario.Scenario, map[string]int) {
 	t.Helper()
+	skipWithoutStop(t)
 	pids := map[string]int{}
 	sc, err := scenario.RunByName(testContext(t), backend.SQLite{}, name, scenario.Options{
 		WorkerStarted: func(_, worker string, pid int) { pids[worker] = pid },
@@ -224,6 +237,7 @@ var smallBounds = []string{"--workers", "1", "--ttl", "1", "--last-tick", "1"}
 // TestCommandReproducesResultsJSON's.
 func smallRun(t *testing.T) string {
 	t.Helper()
+	skipWithoutStop(t)
 	builtCommand(t) // outside the once: it may skip t
 	small.once.Do(func() {
 		code, doc, stderr := runCommand(t, append(smallBounds, "--output", "-")...)
@@ -318,6 +332,9 @@ func builtCommand(t *testing.T) string {
 			return
 		}
 		commandPath = filepath.Join(commandDir, "run-experiment")
+		if runtime.GOOS == "windows" {
+			commandPath += ".exe" // or Windows will not run it
+		}
 		build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", commandPath, "./cmd/run-experiment")
 		build.Dir = packageDir
 		if out, err := build.CombinedOutput(); err != nil {

@@ -30,6 +30,9 @@ const (
 	// controllerEnv makes this binary a controller that starts two
 	// workers on the named database, prints their pids and waits.
 	controllerEnv = "LEASES_TEST_CONTROLLER_DB"
+	// groupOnlyEnv makes that controller start its workers with
+	// worker.Options.GroupOnly: without Linux's parent-death signal.
+	groupOnlyEnv = "LEASES_TEST_GROUP_ONLY"
 	// commandEnv makes this binary the command run-experiment itself,
 	// exactly as cmd/run-experiment runs it (command.Command); its
 	// workers are this binary too.
@@ -64,7 +67,7 @@ func TestMain(m *testing.M) {
 	if point == "scenario" {
 		sqlitestore.HookInsideTransaction = func(op string) {
 			if op == "acquire" {
-				_ = syscall.Kill(os.Getppid(), sig)
+				_ = signalProcess(os.Getppid(), sig)
 			}
 		}
 	}
@@ -82,7 +85,7 @@ func TestMain(m *testing.M) {
 		if point == "exploration" {
 			var once sync.Once
 			sqlitestore.HookInsideTransaction = func(string) {
-				once.Do(func() { _ = syscall.Kill(os.Getpid(), sig) })
+				once.Do(func() { _ = signalProcess(os.Getpid(), sig) })
 			}
 		}
 		os.Exit(command.Command(kinds...))
@@ -104,19 +107,25 @@ func interruptPoint() (point string, sig syscall.Signal) {
 	return point, sig
 }
 
-// playController starts two workers that wait for commands, prints their
-// pids, and waits for its own input to end. Killed, it leaves the workers
-// without a controller.
+// playController starts two workers that wait for commands, pauses the
+// first (worker.Stop, which returns once the kernel reports it stopped),
+// prints their pids, and waits for its own input to end. Killed, it leaves
+// the workers without a controller.
 func playController(dbPath string) int {
 	ctx := context.Background()
 	var pids []any
+	var workers []*worker.Worker
 	for _, name := range []string{"A", "B"} {
-		w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Spec: dbPath})
+		w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Spec: dbPath, GroupOnly: os.Getenv(groupOnlyEnv) != ""})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		pids = append(pids, w.PID())
+		pids, workers = append(pids, w.PID()), append(workers, w)
+	}
+	if err := workers[0].Stop(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	fmt.Println(pids...)
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')

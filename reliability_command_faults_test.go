@@ -28,7 +28,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"leases/internal/command"
@@ -51,6 +50,9 @@ func TestCommandUnderSyscallFaults(t *testing.T) {
 		// mayPass: the fault may land where it does not matter, and exit 0
 		// with results.json byte for byte is right too.
 		mayPass bool
+		// refused, when set, is what the one line says if the fault lands
+		// on the checks made before anything runs: exit 2 is right then.
+		refused string
 		slow    bool // runs only with LEASES_FAULTS=all
 	}{
 		// The first fsync of the controller's thread: creating the first
@@ -75,11 +77,12 @@ func TestCommandUnderSyscallFaults(t *testing.T) {
 			names: []string{"database or disk is full", "disk I/O error"}},
 		// strace counts per thread: the first open of whichever thread
 		// comes first. The store only stats a database file that does not
-		// exist yet, so this lands on SQLite creating the database (exit
-		// 3), on the output's temporary file (exit 3, nothing written), or
-		// on an open whose failure changes nothing (exit 0, results.json
-		// byte for byte).
-		{name: "openat EACCES, 1st", inject: "openat:error=EACCES:when=1", mayPass: true,
+		// exist yet, so this lands on the file made beside --output to see
+		// that it can be written, before anything runs (exit 2), on SQLite
+		// creating the database (exit 3), on the output's temporary file
+		// (exit 3, nothing written), or on an open whose failure changes
+		// nothing (exit 0, results.json byte for byte).
+		{name: "openat EACCES, 1st", inject: "openat:error=EACCES:when=1", mayPass: true, refused: "cannot be written",
 			names: []string{"the database file is not writable", "unable to open database file", "write results"}},
 		// Mostly the removal of the first scenario's directory, which
 		// opens its parent first: it is tried twice, so exit 0. Or the
@@ -156,6 +159,14 @@ func TestCommandUnderSyscallFaults(t *testing.T) {
 					t.Fatalf("the failed run wrote %v", written)
 				}
 				t.Logf("exit 3: %s", strings.TrimSpace(got.stderr))
+			case command.ExitUsage:
+				if tc.refused == "" || strings.Count(got.stderr, "\n") != 1 || !strings.Contains(got.stderr, tc.refused) {
+					t.Fatalf("exit 2, stderr %q; want exit 3 (or 0), or exit 2 saying %q", got.stderr, tc.refused)
+				}
+				if len(written) > 0 {
+					t.Fatalf("the refused run wrote %v", written)
+				}
+				t.Logf("exit 2: %s", strings.TrimSpace(got.stderr))
 			case command.ExitMatch:
 				if !tc.mayPass {
 					t.Fatalf("exit 0 where the fault must fail the run; stderr:\n%s", got.stderr)
@@ -194,27 +205,12 @@ func straceOrSkip(t *testing.T) string {
 	return strace
 }
 
-// mountTmpfs mounts a tmpfs of size on a fresh directory for the test's
-// duration, or skips the test where mounting is not permitted.
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size="+size); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // cleanSQLiteRun is what this test binary, playing the command on SQLite
 // alone, writes without any fault: what a faulty run that exits 0 must
 // write too. Its SQLite section is results.json's, byte for byte.
 func cleanSQLiteRun(t *testing.T) []byte {
 	t.Helper()
+	skipWithoutStop(t)
 	out := filepath.Join(t.TempDir(), "clean.json")
 	if got := (commandProcess{}).run(t, "--output", out); got.code != command.ExitMatch {
 		t.Fatalf("the clean run: exit %d; stderr:\n%s", got.code, got.stderr)

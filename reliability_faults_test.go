@@ -8,16 +8,13 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"leases"
 	"leases/internal/contract"
@@ -110,8 +107,24 @@ func TestHolderKilledBeforeWriting(t *testing.T) {
 
 // The controller killed while its workers wait for commands: every worker
 // exits (its stdin reaches end-of-file, or, for one paused with SIGSTOP,
-// the parent-death signal kills it), and none is left behind.
+// the system ends it), and none is left behind. A paused worker is ended
+// by the kernel's parent-death signal, which only Linux has, and by the
+// hang-up that every Unix sends to a stopped process group orphaned by its
+// controller's death; the second subtest shows the group alone suffices,
+// as it must on macOS.
 func TestControllerKilledLeavesNoWorker(t *testing.T) {
+	skipWithoutStop(t)
+	t.Run("every defence of this system", func(t *testing.T) { killControllerUnderWorkers(t) })
+	t.Run("the process group alone, as on macOS", func(t *testing.T) {
+		killControllerUnderWorkers(t, groupOnlyEnv+"=1")
+	})
+}
+
+// killControllerUnderWorkers starts a controller (this binary in the
+// controller role, with env added to its environment) that starts two
+// workers and pauses one of them, kills the controller, and fails t
+// unless both workers exit.
+func killControllerUnderWorkers(t *testing.T, env ...string) {
 	ctx := testContext(t)
 	path := tempDBPath(t)
 	openStore(t, path)
@@ -127,7 +140,7 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 	}
 	defer allGone.Close()
 	controller := exec.CommandContext(ctx, exe)
-	controller.Env = append(os.Environ(), controllerEnv+"="+path)
+	controller.Env = append(append(os.Environ(), controllerEnv+"="+path), env...)
 	controller.ExtraFiles = []*os.File{heldByEveryone} // not close-on-exec: the workers inherit it too
 	out, err := controller.StdoutPipe()
 	if err != nil {
@@ -158,19 +171,16 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 		// Only when the test has failed: end the workers it waited for in vain.
 		for _, pid := range pids {
 			if waitForExit(pid, time.Now()) != nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				_ = signalProcess(pid, os.Kill)
 			}
 		}
 	})
 
-	// One worker is paused first: a stopped process cannot read the end of
-	// its input, and only the kernel's parent-death signal ends it. The
-	// stop is pending once kill returns, and a pending stop is taken
-	// before the worker runs another instruction, so it cannot see the
-	// end-of-file first.
-	if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	// The first worker is paused, and has stopped, by the time the
+	// controller says the pids: a stopped process cannot read the end of
+	// its input, and only the system can end it. (Stopped, not only sent
+	// SIGSTOP: the kernel hangs up a group orphaned with a member stopped,
+	// not one still on its way to stopping.)
 	if err := controller.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -183,58 +193,11 @@ func TestControllerKilledLeavesNoWorker(t *testing.T) {
 		t.Fatalf("waiting for the workers to exit: %d bytes, %v", n, err)
 	}
 	// Closing its files is one of the last things an exiting process does,
-	// not the last: wait on each worker's pidfd, which turns readable only
-	// once the whole process has exited.
+	// not the last: wait for each worker's whole exit (waitForExit).
 	for _, pid := range pids {
 		if err := waitForExit(pid, deadline); err != nil {
 			t.Errorf("worker %d outlived its controller: %v", pid, err)
 		}
-	}
-}
-
-// pidfdOpen is pidfd_open(2)'s number, the same on every Linux
-// architecture; the syscall package does not name it.
-const pidfdOpen = 434
-
-// waitForExit waits until pid has exited (a zombie or gone), until
-// deadline at most; the zero deadline is no bound. It needs no
-// parent-child relation: the workers here belong to a controller that is
-// already dead.
-func waitForExit(pid int, deadline time.Time) error {
-	fd, _, errno := syscall.Syscall(pidfdOpen, uintptr(pid), 0, 0)
-	if errno == syscall.ESRCH {
-		return nil // already gone and reaped
-	}
-	if errno != 0 {
-		return fmt.Errorf("pidfd_open: %w", errno)
-	}
-	pidfd := int(fd)
-	defer syscall.Close(pidfd)
-	epoll, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("epoll_create1: %w", err)
-	}
-	defer syscall.Close(epoll)
-	event := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(pidfd)}
-	if err := syscall.EpollCtl(epoll, syscall.EPOLL_CTL_ADD, pidfd, &event); err != nil {
-		return fmt.Errorf("epoll_ctl: %w", err)
-	}
-	for {
-		msec := -1 // no bound
-		if !deadline.IsZero() {
-			msec = int(max(0, time.Until(deadline).Milliseconds())) + 1
-		}
-		n, err := syscall.EpollWait(epoll, make([]syscall.EpollEvent, 1), msec)
-		if errors.Is(err, syscall.EINTR) {
-			continue // the Go runtime's signals interrupt the wait
-		}
-		if err != nil {
-			return fmt.Errorf("epoll_wait: %w", err)
-		}
-		if n == 0 {
-			return errors.New("still running at the deadline")
-		}
-		return nil // readable: the process has exited
 	}
 }
 
@@ -319,26 +282,5 @@ func makeReadOnly(t *testing.T, path string) {
 		}
 		return
 	}
-	const fsIocGetFlags, fsIocSetFlags, fsImmutable = 0x80086601, 0x40086602, 0x10
-	flags := func(request uintptr, value *int32) error {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), request, uintptr(unsafe.Pointer(value))); errno != 0 {
-			return errno
-		}
-		return nil
-	}
-	var original int32
-	if err := flags(fsIocGetFlags, &original); err != nil {
-		t.Skipf("cannot make %s read-only for root here (no file flags: %v)", path, err)
-	}
-	// Keep the flags the file system set (ext4 refuses to drop "extents").
-	immutable := original | fsImmutable
-	if err := flags(fsIocSetFlags, &immutable); err != nil {
-		t.Skipf("cannot make %s read-only for root here (the file system refuses the immutable flag: %v)", path, err)
-	}
-	t.Cleanup(func() { _ = flags(fsIocSetFlags, &original) }) // or t.TempDir cannot remove it
+	makeImmutable(t, path)
 }

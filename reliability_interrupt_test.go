@@ -14,6 +14,7 @@ import (
 )
 
 func TestInterruptedCommand(t *testing.T) {
+	skipWithoutStop(t)
 	cases := []struct{ at, want string }{
 		// A worker signals the command from inside its first
 		// transaction, while the command waits for its reply.

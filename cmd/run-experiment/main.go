@@ -4,8 +4,12 @@
 //
 //	go run ./cmd/run-experiment --check results.json --output reproduced.json
 //
-// Exit status: 0 match, 1 mismatch, 2 usage error or bad file, 3 the
-// experiment failed (or was interrupted).
+// Exit status: 0 match, 1 mismatch, 2 usage error, bad file or unwritable
+// output (found before anything runs), 3 the experiment failed (or was
+// interrupted). go run turns every non-zero status into 1, printing "exit
+// status N"; to see the status itself, build the command first:
+//
+//	go build -o run-experiment ./cmd/run-experiment
 //
 // It is a module of its own, so that a user of the SQLite backend alone
 // never downloads or compiles etcd.

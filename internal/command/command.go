@@ -183,6 +183,11 @@ func (set settings) files() (expected []byte, tree *results.Value, err error) {
 		if tree, err = results.Parse(expected); err != nil {
 			return nil, nil, fmt.Errorf("--check file %s is not valid JSON: %w", set.check, err)
 		}
+		// A file of another shape can never match: say so now, not
+		// after a whole run, and name where it differs.
+		if err := results.CheckShape(tree); err != nil {
+			return nil, nil, fmt.Errorf("--check file %s is not a results document: %w", set.check, err)
+		}
 	}
 	if set.diagrams != "" {
 		if info, err := os.Stat(set.diagrams); err != nil || !info.IsDir() {

@@ -27,9 +27,7 @@ func TestCommandRefusesMalformedCheckFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			check, output := filepath.Join(dir, "check.json"), filepath.Join(dir, "missing", "out.json")
-			if err := os.WriteFile(check, []byte(tc.content), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeTestFile(t, check, tc.content)
 			var stdout, stderr strings.Builder
 			code := Main(t.Context(), nil, []string{"--check", check, "--output", output}, &stdout, &stderr)
 			want := "run-experiment: --check file " + check + " is not valid JSON: "
@@ -39,5 +37,13 @@ func TestCommandRefusesMalformedCheckFile(t *testing.T) {
 					code, stdout.String(), stderr.String(), ExitUsage, want)
 			}
 		})
+	}
+}
+
+// writeTestFile writes content to path.
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

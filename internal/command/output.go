@@ -60,7 +60,11 @@ func resolveOutput(output string) (outputTarget, error) {
 // checkOutputPath refuses, before anything runs, an output that can never
 // be written or that would overwrite the file being checked.
 func checkOutputPath(output, check string) error {
-	if _, err := resolveOutput(output); err != nil {
+	target, err := resolveOutput(output)
+	if err != nil {
+		return err
+	}
+	if err := checkWritable(output, target); err != nil {
 		return err
 	}
 	if check == "" {
@@ -76,6 +80,32 @@ func checkOutputPath(output, check string) error {
 		return fmt.Errorf("--output and --check name the same file %s; the file being checked is never overwritten", check)
 	}
 	return nil
+}
+
+// checkWritable finds out, before anything runs, whether target can be
+// written as writeOutput will write it, and leaves nothing behind. A file
+// replaced atomically needs a new file beside it: one is created and
+// removed, in the same directory and under the same kind of name as
+// writeFileAtomically's. A device or FIFO, written in place, is asked
+// whether this process may write it, without opening it (opening a FIFO
+// waits for its reader).
+func checkWritable(output string, target outputTarget) error {
+	if target.inPlace {
+		if err := mayWrite(target.path); err != nil {
+			return fmt.Errorf("--output %s cannot be written: %w", output, err)
+		}
+		return nil
+	}
+	dir := filepath.Dir(target.path)
+	probe, err := os.CreateTemp(dir, "."+filepath.Base(target.path)+".*")
+	if err != nil {
+		var pathErr *os.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err // the probe's random name says nothing
+		}
+		return fmt.Errorf("--output %s cannot be written: no new file can be made in %s: %w", output, dir, err)
+	}
+	return errors.Join(probe.Close(), os.Remove(probe.Name()))
 }
 
 // writeOutput writes data to output ("-" or "" being stdout).

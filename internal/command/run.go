@@ -11,6 +11,7 @@ import (
 	"leases/internal/explore"
 	"leases/internal/results"
 	"leases/internal/scenario"
+	"leases/internal/worker"
 )
 
 // DefaultTimeout bounds a whole run. It only catches a hung run (a worker
@@ -57,6 +58,11 @@ type BackendStats struct {
 // afterwards, then explores every schedule of the bounded model, on each
 // backend in turn, and returns the semantic result.
 func Run(ctx context.Context, kinds []backend.Kind, opts Options) (*results.Results, error) {
+	// Every scenario pauses a worker: where none can be paused, fail
+	// before any backend starts.
+	if err := worker.CanStop(); err != nil {
+		return nil, err
+	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // Worker is the controller's end of one worker: a child process of this
@@ -43,6 +42,12 @@ type Options struct {
 	Started func(pid int)
 	// Env adds KEY=value entries to the worker's environment.
 	Env []string
+	// GroupOnly leaves out what Linux adds to end a worker whose
+	// controller died (the parent-death signal), keeping what every Unix
+	// has (a process group of the worker's own; see endsWithController):
+	// a test sets it to show on Linux that the group alone suffices, as
+	// it must on macOS. It changes nothing elsewhere.
+	GroupOnly bool
 }
 
 // Start re-executes this binary in the worker role, named name, and waits,
@@ -76,10 +81,8 @@ func start(ctx context.Context, name string, opts Options) (*Worker, error) {
 	w.cmd.Env = append(append(os.Environ(), opts.Env...), backendEnv+"="+opts.Backend, specEnv+"="+opts.Spec)
 	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = childIn, childOut, &w.stderr
 	// A worker exits when its input ends; one stopped with SIGSTOP cannot
-	// see that, so the kernel kills it when its controller dies. (The
-	// signal follows the thread that started the worker; Go ends a thread
-	// only when a goroutine locked to it exits, and nothing here locks one.)
-	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// see that, and the system must end it when its controller dies.
+	w.cmd.SysProcAttr = endsWithController(opts.GroupOnly)
 	err = w.cmd.Start()
 	// The child has its own copies now; the controller must drop its
 	// copies, or the child's stdout would never reach end-of-file.

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -76,15 +75,15 @@ func (r *runner) run(ctx context.Context, dir string, replace map[string]string,
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "GOTMPDIR="+gotmp, "GOFLAGS="+goflags)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	// The suite starts worker processes: they share go test's process
-	// group, and ending the group ends them all.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// go test and the test binaries it starts share a process group, and
+	// ending the group ends them all (and the workers of a test binary end
+	// with it: see internal/worker).
+	inOwnProcessGroup(cmd)
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	err := cmd.Run()
 	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // a straggler a mutant left behind
+		_ = killProcessGroup(cmd) // a straggler a mutant left behind
 	}
 	res := result{ok: err == nil, output: out.Bytes(), took: time.Since(start)}
 	res.timedOut = ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded)
