@@ -45,14 +45,14 @@ func work(ctx context.Context, lessor leases.Lessor, db *sql.DB, fences *fence.T
 }
 
 // open opens what work needs: the lessor (here a SQLite file that every
-// worker shares, leases timed by the workers' clocks) and the service's
-// own database with the fence table in it.
+// worker on this machine shares, leases timed by the machine's clock) and
+// the service's own database with the fence table in it.
 func open(ctx context.Context, dir string) (leases.Lessor, *sql.DB, *fence.Table, func(), error) {
 	store, err := sqlite.Open(ctx, filepath.Join(dir, "leases.db")) // or etcd.New(client, etcd.Options{})
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	lessor := clock.Lessor(store.Authority(), clock.Wall{})
+	lessor := store.Lessor() // the authority's clock decides, never a caller's
 	// The service's database: write lock at BEGIN, an explicit busy
 	// timeout, one connection.
 	db, err := sql.Open("sqlite", filepath.Join(dir, "app.db")+"?_txlock=immediate&_pragma=busy_timeout(10000)")
