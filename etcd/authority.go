@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"leases"
 	"leases/internal/rules"
 )
@@ -80,30 +78,10 @@ func (a *authority) Holder(ctx context.Context, resource string, now int64) (lea
 }
 
 // Changed implements [leases.Watcher] with an etcd watch on the resource's
-// row, from the revision after a read made by this call: any process's
-// grant, renewal or release committed after the call closes the channel.
+// row: any process's grant, renewal or release committed after the call
+// closes the channel.
 func (a *authority) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
-	if err := rules.CheckName("resource", resource); err != nil {
-		return nil, err
-	}
-	key := a.store.key(authorityKind, resource)
-	resp, err := a.store.client.Get(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("watch %q: %w", resource, rules.BeforeCommit(ctx, err))
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	events := a.store.client.Watch(ctx, key, clientv3.WithRev(resp.Header.Revision+1))
-	changed := make(chan struct{})
-	go func() {
-		defer close(changed)
-		defer cancel()
-		for resp := range events {
-			if len(resp.Events) > 0 || resp.Err() != nil {
-				return // a change, or a watch that broke: look again either way
-			}
-		}
-	}()
-	return changed, nil
+	return a.store.watch(ctx, resource, a.store.key(authorityKind, resource))
 }
 
 // decideRow makes one decision on resource's lease row, in one

@@ -1,0 +1,37 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"leases/internal/rules"
+)
+
+// watch returns a channel closed at the first change to key committed
+// after the call (an etcd watch from the revision after a read made by
+// this call), when the watch breaks, or when ctx ends: a waiter then
+// looks again. resource names the key in errors.
+func (s *Store) watch(ctx context.Context, resource, key string) (<-chan struct{}, error) {
+	if err := rules.CheckName("resource", resource); err != nil {
+		return nil, err
+	}
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("watch %q: %w", resource, rules.BeforeCommit(ctx, err))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	events := s.client.Watch(ctx, key, clientv3.WithRev(resp.Header.Revision+1))
+	changed := make(chan struct{})
+	go func() {
+		defer close(changed)
+		defer cancel()
+		for resp := range events {
+			if len(resp.Events) > 0 || resp.Err() != nil {
+				return // a change, or a watch that broke: look again either way
+			}
+		}
+	}()
+	return changed, nil
+}
