@@ -89,3 +89,16 @@ type Lessor interface {
 	// is none.
 	Holder(ctx context.Context, resource string) (Lease, bool, error)
 }
+
+// Lister is implemented by lessors that can say which leases are live,
+// for operators and their tools (cmd/leases lists them). It is optional:
+// a session never needs it.
+type Lister interface {
+	// Live returns the leases live now, sorted by resource: those on the
+	// named resources (a free one is left out), or every live lease when
+	// none is named. Now is the tick of the lessor's clock at which it
+	// found them live, the same clock as the leases' ticks, so that
+	// ExpiresAt-now is how long each has left whatever the caller's own
+	// clock says. It changes nothing; a bad name is ErrInvalidInput.
+	Live(ctx context.Context, resources ...string) (live []Lease, now int64, err error)
+}

@@ -9,7 +9,6 @@ import (
 	"leases"
 	"leases/clock"
 	"leases/internal/testctx"
-	"leases/sqlite"
 )
 
 // The Lessor decides on the host's clock, read inside each decision's
@@ -20,17 +19,9 @@ import (
 func TestLessorDecidesOnTheHostsClock(t *testing.T) {
 	ctx := testctx.Context(t)
 	path := filepath.Join(t.TempDir(), "leases.db")
-	open := func(clk clock.Clock) leases.Lessor {
-		s, err := sqlite.Options{Clock: clk}.Open(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s.Lessor()
-	}
 	host := clock.NewManual(1_000)
 	behind := clock.NewManual(0)
-	a, b := open(host), open(behind)
+	a, b := lessorOn(t, path, host), lessorOn(t, path, behind)
 
 	held, err := a.Acquire(ctx, "r", "A", 100*time.Millisecond)
 	if err != nil || held.GrantedAt != 1_000 || held.ExpiresAt != 1_100 || held.Epoch != 1 {

@@ -95,7 +95,8 @@ func (s *Store) Authority() leases.Authority { return s.store.Authority() }
 // a lease expires; a holder's session counts its own deadline on its own
 // monotonic clock. What it assumes: the machine's clock is not stepped
 // forward by more than a session's margin while a lease lives (NTP slews
-// small corrections rather than stepping). It is a [leases.Watcher] too.
+// small corrections rather than stepping). It is a [leases.Watcher] too,
+// and a [leases.Lister]: it lists the live leases, on the same clock.
 func (s *Store) Lessor() leases.Lessor { return s.store.Lessor(s.now) }
 
 // Receiver returns a receiver backed by this store, fenced or not.

@@ -19,6 +19,10 @@ const (
 		(resource, epoch, holder, granted_at, expires_at, last_tick) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, holder = excluded.holder,
 		granted_at = excluded.granted_at, expires_at = excluded.expires_at, last_tick = excluded.last_tick`
+	// The rows that may hold a live lease at tick ?: the Lessor's listing
+	// decides on each with package rules.
+	sqlListHeld = `SELECT resource, epoch, holder, granted_at, expires_at, last_tick
+		FROM authority_leases WHERE holder IS NOT NULL AND expires_at > ? ORDER BY resource`
 
 	sqlReadRecord  = `SELECT epoch, value_epoch, value FROM receiver_records WHERE resource = ?`
 	sqlWriteRecord = `INSERT INTO receiver_records (resource, epoch, value_epoch, value) VALUES (?, ?, ?, ?)
@@ -49,7 +53,7 @@ type prepared struct {
 func prepare(ctx context.Context, db *sql.DB) (*prepared, error) {
 	p := &prepared{byText: map[string]*sql.Stmt{}}
 	for _, text := range append([]string{
-		sqlReadLease, sqlPutLease,
+		sqlReadLease, sqlPutLease, sqlListHeld,
 		sqlReadRecord, sqlWriteRecord, sqlObserveRecord, sqlReadUnfenced, sqlWriteUnfenced,
 		sqlReadGuarded, sqlWriteGuarded,
 	}, snapshotStatements()...) {
