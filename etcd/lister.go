@@ -1,0 +1,90 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"leases"
+	"leases/internal/rules"
+)
+
+var _ leases.Lister = (*lessor)(nil)
+
+// namedPerRead bounds the holder keys one read asks for by name: etcd
+// refuses a transaction of more than 128 operations by default.
+const namedPerRead = 64
+
+// Live implements [leases.Lister]: a linearizable read of the holder keys
+// (the named ones, or every one under the prefix), then the time to live
+// of each one's etcd lease, as Holder does. etcd's leader keeps the time
+// and says only how many whole seconds are left (rounded down), so the
+// tick returned is this process's wall clock read after etcd answered,
+// and each lease's ExpiresAt is that tick plus one second more than etcd
+// reported: a bound that etcd's own expiry stays below, never an earlier
+// time. GrantedAt is 0: etcd does not say.
+func (l *lessor) Live(ctx context.Context, resources ...string) ([]leases.Lease, int64, error) {
+	for _, resource := range resources {
+		if err := rules.CheckName("resource", resource); err != nil {
+			return nil, 0, err
+		}
+	}
+	resources = slices.Compact(slices.Sorted(slices.Values(resources)))
+	var views []view
+	if len(resources) == 0 {
+		all := l.store.key(heldKind, "")
+		resp, err := l.store.client.Get(ctx, all, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+		if err != nil {
+			return nil, 0, fmt.Errorf("live leases: %w", rules.BeforeCommit(ctx, err))
+		}
+		for _, kv := range resp.Kvs {
+			views = append(views, view{key: string(kv.Key), value: kv.Value, rev: kv.ModRevision})
+		}
+	}
+	for chunk := range slices.Chunk(resources, namedPerRead) {
+		keys := make([]string, len(chunk))
+		for i, resource := range chunk {
+			keys[i] = l.store.key(heldKind, resource)
+		}
+		read, err := l.store.read(ctx, keys...)
+		if err != nil {
+			return nil, 0, fmt.Errorf("live leases: %w", rules.BeforeCommit(ctx, err))
+		}
+		views = append(views, read...)
+	}
+	type found struct {
+		lease leases.Lease
+		left  int64 // whole seconds etcd said were left
+	}
+	var live []found
+	for _, v := range views {
+		if !v.found() {
+			continue
+		}
+		var record holdRecord
+		if err := json.Unmarshal(v.value, &record); err != nil {
+			return nil, 0, fmt.Errorf("live leases: decode %s: %w", v.key, err)
+		}
+		ttl, err := l.store.client.TimeToLive(ctx, clientv3.LeaseID(record.Lease))
+		if err != nil {
+			return nil, 0, fmt.Errorf("live leases: time to live of %s's etcd lease: %w", v.key, rules.BeforeCommit(ctx, err))
+		}
+		if ttl.TTL < 0 { // ended since the read
+			continue
+		}
+		resource := strings.TrimPrefix(v.key, l.store.key(heldKind, ""))
+		live = append(live, found{leases.Lease{Resource: resource, Holder: record.Holder, Epoch: record.Epoch}, ttl.TTL})
+	}
+	now := time.Now().UnixMilli()
+	out := make([]leases.Lease, len(live))
+	for i, f := range live {
+		out[i] = f.lease
+		out[i].ExpiresAt = now + (f.left+1)*1000
+	}
+	return out, now, nil
+}
