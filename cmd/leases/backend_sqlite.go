@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io/fs"
+	"os"
+
+	"leases/sqlite"
+)
+
+// The SQLite store: a file on this machine, every process that shares it
+// on the same clock, which decides its leases (sqlite.Store.Lessor).
+func init() {
+	register(&backend{
+		name:  "sqlite",
+		arg:   "PATH",
+		help:  "a SQLite file on this machine, timed by this machine's clock",
+		clock: "this machine's clock",
+		note:  "this machine's clock, which decides the SQLite file's leases",
+		local: true,
+		flags: func(*flag.FlagSet) opener { return openSQLite },
+	})
+}
+
+func openSQLite(ctx context.Context, path string, o openOptions) (*store, error) {
+	if !o.create {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, usagef("no SQLite file at %s (only acquire and run create one)", path)
+		}
+	}
+	s, err := sqlite.Options{BusyTimeout: o.timeout}.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return &store{raw: s.Lessor(), close: s.Close}, nil
+}

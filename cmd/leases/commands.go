@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"leases"
+)
+
+// holders prints who holds what, and until when: the named resources, or
+// every live lease.
+func (c *cli) holders(name string, args []string) int {
+	f := c.newFlags(name, holdersUsage)
+	asJSON := f.Bool("json", false, "print JSON for scripts")
+	arguments, rest, _, code, done := c.parse(f, args)
+	if done {
+		return code
+	}
+	resources := append(arguments, rest...)
+	ctx := context.Background()
+	s, err := c.open(ctx, f, false)
+	if err != nil {
+		return c.fail(name, err)
+	}
+	defer c.closeStore(name, s)
+	live, now, known, err := s.live(ctx, f.store.timeout, resources)
+	if err != nil {
+		return c.fail(name, err)
+	}
+	var free []string
+	for _, r := range resources {
+		if !slices.ContainsFunc(live, func(l leases.Lease) bool { return l.Resource == r }) && !slices.Contains(free, r) {
+			free = append(free, r)
+		}
+	}
+	if *asJSON {
+		out := holdersJSON{Store: s.backend.name, Clock: s.backend.clock, AtTheLatest: s.backend.bound,
+			Leases: []leaseJSON{}, Free: free}
+		if free == nil {
+			out.Free = []string{}
+		}
+		if known {
+			out.Now = stamp(now, time.UTC)
+		}
+		for _, l := range live {
+			out.Leases = append(out.Leases, s.json(l, now, known))
+		}
+		return c.printJSON(name, out)
+	}
+	if len(live) == 0 && len(free) == 0 {
+		fmt.Fprintf(c.stdout, "no live leases (times: %s)\n", s.backend.note)
+		return exitOK
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "RESOURCE\tHOLDER\tEPOCH\tEXPIRES IN\tEXPIRES AT")
+	for _, l := range live {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", l.Resource, l.Holder, l.Epoch, s.left(l, now, known), stamp(l.ExpiresAt, time.Local))
+	}
+	for _, r := range free {
+		fmt.Fprintf(w, "%s\t-\t-\tfree\t-\n", r)
+	}
+	_ = w.Flush()
+	fmt.Fprintf(c.stdout, "times: %s\n", s.backend.note)
+	return exitOK
+}
+
+// live is the live leases on resources (every one when none is named),
+// and the tick of the store's clock they were read at; known is false
+// when that tick is not the store's (a store that cannot list, on a
+// server's clock).
+func (s *store) live(ctx context.Context, timeout time.Duration, resources []string) (live []leases.Lease, now int64, known bool, err error) {
+	if lister, ok := s.raw.(leases.Lister); ok {
+		ctx, cancel := boundCall(ctx, timeout)
+		defer cancel()
+		live, now, err = lister.Live(ctx, resources...)
+		return live, now, true, explained(ctx, err)
+	}
+	if len(resources) == 0 {
+		return nil, 0, false, usagef("the %s store cannot list its leases: name the resources", s.backend.name)
+	}
+	for _, r := range resources {
+		l, ok, err := s.lessor.Holder(ctx, r)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		if ok && !slices.ContainsFunc(live, func(x leases.Lease) bool { return x.Resource == r }) {
+			live = append(live, l)
+		}
+	}
+	slices.SortFunc(live, func(a, b leases.Lease) int { return strings.Compare(a.Resource, b.Resource) })
+	return live, time.Now().UnixMilli(), s.backend.local, nil
+}
+
+// acquire grants a lease on one resource to --holder for --ttl.
+func (c *cli) acquire(name string, args []string) int {
+	f := c.newFlags(name, acquireUsage)
+	holder := f.String("holder", "", "the holder's name (required): give the same to renew and release")
+	ttl := f.Duration("ttl", 0, "how long the lease lives unless renewed (required), such as 30s")
+	asJSON := f.Bool("json", false, "print the lease as JSON")
+	resource, ctx, s, code, done := c.prepare(f, name, args, true, func() error {
+		return firstErr(requireName("holder", *holder), requireDuration("ttl", *ttl))
+	})
+	if done {
+		return code
+	}
+	defer c.closeStore(name, s)
+	lease, err := s.lessor.Acquire(ctx, resource, *holder, *ttl)
+	var held *leases.HeldError
+	switch {
+	case errors.As(err, &held):
+		return c.fail(name, fmt.Errorf("%q is held by %q at epoch %d for another %s (until %s, %s): %w",
+			resource, held.Live.Holder, held.Live.Epoch, human(held.Live.ExpiresAt-held.At, s.backend.bound),
+			stamp(held.Live.ExpiresAt, time.Local), s.backend.clock, leases.ErrLeaseHeld))
+	case errors.Is(err, leases.ErrOutcomeUnknown) && lease.Epoch > 0:
+		return c.fail(name, fmt.Errorf("outcome unknown: assume %q may be held by %q at epoch %d until %s (%s): %w",
+			resource, lease.Holder, lease.Epoch, stamp(lease.ExpiresAt, time.Local), s.backend.clock, err))
+	case err != nil:
+		return c.fail(name, err)
+	}
+	return c.printLease(name, s, "acquired", lease, lease.GrantedAt, true, *asJSON)
+}
+
+// renew extends --holder's lease at --epoch to --ttl from now.
+func (c *cli) renew(name string, args []string) int {
+	f := c.newFlags(name, renewUsage)
+	holder := f.String("holder", "", "the holder's name (required)")
+	epoch := f.Int64("epoch", 0, "the lease's epoch (required), as acquire or holders printed it")
+	ttl := f.Duration("ttl", 0, "how long from now the lease lives (required), such as 30s")
+	asJSON := f.Bool("json", false, "print the lease as JSON")
+	resource, ctx, s, code, done := c.prepare(f, name, args, false, func() error {
+		return firstErr(requireName("holder", *holder), requireEpoch(*epoch), requireDuration("ttl", *ttl))
+	})
+	if done {
+		return code
+	}
+	defer c.closeStore(name, s)
+	lease, err := s.lessor.Renew(ctx, leases.Lease{Resource: resource, Holder: *holder, Epoch: *epoch}, *ttl)
+	if err != nil {
+		return c.fail(name, err)
+	}
+	return c.printLease(name, s, "renewed", lease, time.Now().UnixMilli(), s.backend.local, *asJSON)
+}
+
+// release ends --holder's lease at --epoch, if it is still the live one.
+func (c *cli) release(name string, args []string) int {
+	f := c.newFlags(name, releaseUsage)
+	holder := f.String("holder", "", "the holder's name (required), as holders printed it")
+	epoch := f.Int64("epoch", 0, "the lease's epoch (required), as holders printed it")
+	asJSON := f.Bool("json", false, "print what was released as JSON")
+	resource, ctx, s, code, done := c.prepare(f, name, args, false, func() error {
+		return firstErr(requireName("holder", *holder), requireEpoch(*epoch))
+	})
+	if done {
+		return code
+	}
+	defer c.closeStore(name, s)
+	if err := s.lessor.Release(ctx, leases.Lease{Resource: resource, Holder: *holder, Epoch: *epoch}); err != nil {
+		return c.fail(name, err)
+	}
+	if *asJSON {
+		return c.printJSON(name, releasedJSON{Resource: resource, Holder: *holder, Epoch: *epoch, Released: true})
+	}
+	fmt.Fprintf(c.stdout, "released %s (%s, epoch %d)\n", resource, *holder, *epoch)
+	return exitOK
+}
+
+// prepare parses a command on one resource, checks its flags with check,
+// and opens the store: done is true when the command must return code.
+func (c *cli) prepare(f *flags, name string, args []string, create bool, check func() error) (resource string, ctx context.Context, s *store, code int, done bool) {
+	arguments, rest, _, code, done := c.parse(f, args)
+	if done {
+		return "", nil, nil, code, true
+	}
+	resource, err := oneArgument(name, append(arguments, rest...))
+	if err == nil {
+		err = check()
+	}
+	if err == nil {
+		ctx = context.Background()
+		s, err = c.open(ctx, f, create)
+	}
+	if err != nil {
+		return "", nil, nil, c.fail(name, err), true
+	}
+	return resource, ctx, s, 0, false
+}
+
+func requireName(flag, value string) error {
+	if value == "" {
+		return usagef("--%s is required", flag)
+	}
+	return nil
+}
+
+func requireEpoch(epoch int64) error {
+	if epoch < 1 {
+		return usagef("--epoch is required: the lease's epoch, 1 or more, as holders prints it")
+	}
+	return nil
+}
+
+// printLease prints one lease, on one line or as JSON. now is a tick of
+// the lease's clock, used only when known.
+func (c *cli) printLease(name string, s *store, verb string, l leases.Lease, now int64, known, asJSON bool) int {
+	if asJSON {
+		out := s.json(l, now, known)
+		out.Clock = s.backend.clock
+		return c.printJSON(name, out)
+	}
+	left := ""
+	if known {
+		left = " in " + s.left(l, now, true)
+	}
+	fmt.Fprintf(c.stdout, "%s %s for %s: epoch %d, expires%s at %s (%s)\n",
+		verb, l.Resource, l.Holder, l.Epoch, left, stamp(l.ExpiresAt, time.Local), s.backend.clock)
+	return exitOK
+}
+
+func (c *cli) printJSON(name string, v any) int {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return c.fail(name, err)
+	}
+	fmt.Fprintf(c.stdout, "%s\n", out)
+	return exitOK
+}
+
+// leaseJSON is a lease as --json prints it.
+type leaseJSON struct {
+	Resource string `json:"resource"`
+	Holder   string `json:"holder"`
+	Epoch    int64  `json:"epoch"`
+	// ExpiresAt is RFC 3339 in UTC, to the millisecond, on the store's
+	// clock (see Clock, or the listing's).
+	ExpiresAt string `json:"expires_at"`
+	// ExpiresInMs is how long the lease has left, on the store's clock;
+	// absent when this machine cannot tell.
+	ExpiresInMs *int64 `json:"expires_in_ms,omitempty"`
+	Clock       string `json:"clock,omitempty"`
+}
+
+type holdersJSON struct {
+	Store string `json:"store"`
+	Clock string `json:"clock"`
+	// AtTheLatest: each expiry is a bound above the real one (etcd).
+	AtTheLatest bool        `json:"at_the_latest"`
+	Now         string      `json:"now,omitempty"`
+	Leases      []leaseJSON `json:"leases"`
+	// Free are the named resources that no live lease holds.
+	Free []string `json:"free"`
+}
+
+type releasedJSON struct {
+	Resource string `json:"resource"`
+	Holder   string `json:"holder"`
+	Epoch    int64  `json:"epoch"`
+	Released bool   `json:"released"`
+}
+
+func (s *store) json(l leases.Lease, now int64, known bool) leaseJSON {
+	out := leaseJSON{Resource: l.Resource, Holder: l.Holder, Epoch: l.Epoch, ExpiresAt: stamp(l.ExpiresAt, time.UTC)}
+	if known {
+		left := max(0, l.ExpiresAt-now)
+		out.ExpiresInMs = &left
+	}
+	return out
+}
+
+// left is how long l has at tick now, in human units: "within" where the
+// expiry is a bound.
+func (s *store) left(l leases.Lease, now int64, known bool) string {
+	if !known {
+		return "?"
+	}
+	return human(l.ExpiresAt-now, s.backend.bound)
+}
+
+// human is a number of milliseconds in human units: 350ms, 8.2s, 1m30s.
+func human(ms int64, bound bool) string {
+	d := time.Duration(max(0, ms)) * time.Millisecond
+	switch {
+	case d < time.Second:
+	case d < time.Minute:
+		d = d.Round(100 * time.Millisecond)
+	default:
+		d = d.Round(time.Second)
+	}
+	if bound {
+		return "within " + d.String()
+	}
+	return d.String()
+}
+
+// stamp is a tick (milliseconds since the Unix epoch) as a time in loc,
+// to the millisecond.
+func stamp(ms int64, loc *time.Location) string {
+	return time.UnixMilli(ms).In(loc).Format("2006-01-02T15:04:05.000Z07:00")
+}

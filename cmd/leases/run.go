@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"time"
+
+	"leases"
+	"leases/session"
+)
+
+// Environment variables that run gives CMD.
+const (
+	envResource = "LEASES_RESOURCE"
+	envHolder   = "LEASES_HOLDER"
+	envEpoch    = "LEASES_EPOCH"
+)
+
+// run runs CMD under the lease on RESOURCE, renewing it with a session,
+// and stops CMD when the lease ends.
+func (c *cli) run(name string, args []string) int {
+	f := c.newFlags(name, runUsage)
+	holder := f.String("holder", defaultHolder(), "the holder's name")
+	ttl := f.Duration("ttl", session.DefaultTTL, "the lease's time-to-live, at the grant and at every renewal")
+	margin := f.Duration("margin", 0, "how long before the lease could expire the session ends and CMD is stopped (default TTL/5)")
+	grace := f.Duration("grace", 0, "how long after SIGTERM CMD gets SIGKILL; below --margin (default half the margin)")
+	wait := f.Bool("wait", false, "wait for the lease while another holds it, rather than exit 1")
+	verbose := f.Bool("verbose", false, "log the session's grants, renewals and release on stderr")
+	arguments, command, dashdash, code, done := c.parse(f, args)
+	if done {
+		return code
+	}
+	resource, err := oneArgument(name, arguments)
+	if err == nil && (!dashdash || len(command) == 0) {
+		err = usagef("no CMD: give it after --, as in leases run %s -- CMD [ARG...]", resource)
+	}
+	if err == nil {
+		err = firstErr(requireName("holder", *holder), requireDuration("ttl", *ttl))
+	}
+	var g time.Duration
+	if err == nil {
+		g, err = checkGrace(*ttl, *margin, *grace)
+	}
+	var path string
+	if err == nil {
+		// Found before the lease is taken: a CMD that cannot run is bad
+		// input, and nothing is done.
+		if path, err = exec.LookPath(command[0]); err != nil {
+			err = usagef("CMD %q: %v", command[0], err)
+		}
+	}
+	if err != nil {
+		return c.fail(name, err)
+	}
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+
+	ctx := context.Background()
+	s, err := c.open(ctx, f, true)
+	if err != nil {
+		return c.fail(name, err)
+	}
+	defer c.closeStore(name, s)
+	opts := session.Options{TTL: *ttl, Margin: *margin, OnEvent: c.renewalFailed(name)}
+	if *verbose {
+		opts.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+
+	// Acquire, or wait, until granted or a signal comes.
+	waiting, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	type granted struct {
+		s   *session.Session
+		err error
+	}
+	grant := make(chan granted, 1)
+	go func() {
+		sess, err := c.acquireSession(waiting, name, s, resource, *holder, opts, *wait)
+		grant <- granted{sess, err}
+	}()
+	var sess *session.Session
+	select {
+	case g := <-grant:
+		if g.err != nil {
+			return c.fail(name, g.err)
+		}
+		sess = g.s
+	case sig := <-sigs:
+		stopWaiting()
+		if g := <-grant; g.s != nil {
+			_ = g.s.Close(ctx)
+		}
+		fmt.Fprintf(c.stderr, "leases: %s: %v before the lease on %s was granted; CMD was not started\n", name, sig, resource)
+		return signalStatus(sig)
+	}
+
+	lease := sess.Lease()
+	cmd := exec.Command(path, command[1:]...)
+	cmd.Args[0] = command[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.stdout, c.stderr
+	cmd.Env = append(os.Environ(), envResource+"="+lease.Resource, envHolder+"="+lease.Holder,
+		envEpoch+"="+strconv.FormatInt(lease.Epoch, 10))
+	// Output CMD's leftovers still hold is given up on this long after
+	// the process group has gone (it matters only for writers that are
+	// not files, as in tests).
+	cmd.WaitDelay = time.Second
+	child, err := startChild(cmd)
+	if err != nil {
+		return c.fail(name, errors.Join(fmt.Errorf("start CMD: %w", err), sess.Close(ctx)))
+	}
+
+	stopped := c.supervise(child, sess, sigs, g)
+	state := child.finish()
+	lost := stopped.lost
+	if lost == nil {
+		// CMD ended by itself: did it end under the lease? The session's
+		// clock says, read now rather than trusting its timer to have run.
+		lost = sess.Check()
+	}
+	if err := sess.Close(ctx); err != nil {
+		fmt.Fprintf(c.stderr, "leases: %s: %s\n", name, oneLine(err.Error()))
+	}
+	if lost != nil {
+		fmt.Fprintf(c.stderr, "leases: %s: the lease on %s at epoch %d ended before CMD did (%s); %s\n",
+			name, lease.Resource, lease.Epoch, oneLine(lost.Error()), stopped.how(g))
+		return exitLost
+	}
+	return exitStatus(state)
+}
+
+// acquireSession starts the session: at once, or, with wait, after
+// saying on stderr who holds the lease, by waiting for it.
+func (c *cli) acquireSession(ctx context.Context, name string, s *store, resource, holder string, opts session.Options, wait bool) (*session.Session, error) {
+	sess, err := session.Start(ctx, s.lessor, resource, holder, opts)
+	if err == nil || !wait || isUsage(err) || errors.Is(err, leases.ErrReopenRequired) || errors.Is(err, leases.ErrDatabaseMoved) {
+		return sess, err
+	}
+	var held *leases.HeldError
+	if errors.As(err, &held) {
+		fmt.Fprintf(c.stderr, "leases: %s: %s is held by %s at epoch %d for another %s; waiting\n",
+			name, resource, held.Live.Holder, held.Live.Epoch, human(held.Live.ExpiresAt-held.At, s.backend.bound))
+	} else {
+		fmt.Fprintf(c.stderr, "leases: %s: %s; waiting, and trying again\n", name, oneLine(err.Error()))
+	}
+	return session.Wait(ctx, s.lessor, resource, holder, opts)
+}
+
+// renewalFailed reports each renewal that failed without ending the
+// session, on one line, while there is time to act.
+func (c *cli) renewalFailed(name string) func(session.Event) {
+	return func(ev session.Event) {
+		if ev.Kind == session.RenewalFailed {
+			fmt.Fprintf(c.stderr, "leases: %s: renewing %s failed; trying again until %s: %s\n",
+				name, ev.Resource, ev.Deadline.Format("15:04:05.000"), oneLine(ev.Err.Error()))
+		}
+	}
+}
+
+// checkGrace checks --grace against the session's margin and returns it,
+// its default filled in: SIGKILL must come before the lease can expire.
+func checkGrace(ttl, margin, grace time.Duration) (time.Duration, error) {
+	if margin == 0 {
+		margin = ttl / 5 // the session's default
+	}
+	switch {
+	case margin < 0:
+		return 0, usagef("--margin %v is negative", margin)
+	case margin >= ttl:
+		return 0, usagef("--margin %v is not below --ttl %v", margin, ttl)
+	case grace < 0:
+		return 0, usagef("--grace %v is negative", grace)
+	case grace == 0:
+		return margin / 2, nil
+	case grace >= margin:
+		return 0, usagef("--grace %v is not below the margin %v: CMD could outlive the lease; "+
+			"give a shorter --grace or a longer --margin", grace, margin)
+	}
+	return grace, nil
+}
+
+// stopping is how supervise ended: why the lease ended, and what was
+// sent to CMD.
+type stopping struct {
+	lost        error // why the session ended, when it ended before CMD
+	terminated  bool  // SIGTERM sent (Windows: killed)
+	killed      bool  // SIGKILL sent after the grace period
+	signalsSent int   // signals passed on from leases
+}
+
+func (s stopping) how(grace time.Duration) string {
+	switch {
+	case s.killed:
+		return fmt.Sprintf("CMD was stopped: %s, then SIGKILL after %v", terminateName, grace)
+	case s.terminated:
+		return fmt.Sprintf("CMD was stopped: %s", terminateName)
+	}
+	return "CMD ended after the session's deadline"
+}
+
+// supervise waits for CMD to exit: it passes signals on, and when the
+// session ends first, stops CMD (SIGTERM, then SIGKILL after grace).
+func (c *cli) supervise(child *child, sess *session.Session, sigs <-chan os.Signal, grace time.Duration) stopping {
+	var st stopping
+	ended := sess.Done()
+	var killAt <-chan time.Time
+	for {
+		select {
+		case <-child.exited:
+			return st
+		case <-ended:
+			ended = nil
+			st.lost = sess.Err()
+			st.terminated = true
+			if err := child.terminate(); err != nil {
+				fmt.Fprintf(c.stderr, "leases: run: stopping CMD: %v\n", err)
+			}
+			timer := time.NewTimer(grace)
+			defer timer.Stop()
+			killAt = timer.C
+		case <-killAt:
+			killAt = nil
+			st.killed = true
+			if err := child.kill(); err != nil {
+				fmt.Fprintf(c.stderr, "leases: run: killing CMD: %v\n", err)
+			}
+		case sig := <-sigs:
+			st.signalsSent++
+			if err := child.forward(sig); err != nil {
+				fmt.Fprintf(c.stderr, "leases: run: passing %v on to CMD: %v\n", sig, err)
+			}
+		}
+	}
+}
+
+// child is CMD, started so that the platform can stop it whole.
+type child struct {
+	cmd *exec.Cmd
+	// exited is closed when CMD has exited. Where the platform can tell
+	// without collecting the exit (Linux, macOS), CMD is not yet reaped:
+	// its process group's id cannot be reused while it is a zombie, so
+	// signalling the group stays safe until finish reaps it.
+	exited chan struct{}
+	// reaped is set before exited closes where CMD had to be reaped to
+	// learn of its exit; the group is then no longer signalled.
+	reaped  bool
+	waitErr error
+}
+
+func startChild(cmd *exec.Cmd) (*child, error) {
+	prepare(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ch := &child{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		defer close(ch.exited)
+		if err := awaitExit(cmd.Process); err != nil {
+			ch.reaped, ch.waitErr = true, cmd.Wait()
+		}
+	}()
+	return ch, nil
+}
+
+func (ch *child) gone() bool {
+	select {
+	case <-ch.exited:
+		return ch.reaped
+	default:
+		return false
+	}
+}
+
+func (ch *child) terminate() error {
+	if ch.gone() {
+		return nil
+	}
+	return terminateGroup(ch.cmd.Process)
+}
+
+func (ch *child) kill() error {
+	if ch.gone() {
+		return nil
+	}
+	return killGroup(ch.cmd.Process)
+}
+
+func (ch *child) forward(sig os.Signal) error {
+	if ch.gone() {
+		return nil
+	}
+	return signalGroup(ch.cmd.Process, sig)
+}
+
+// finish waits for CMD's exit, kills whatever CMD left running in its
+// process group, and collects CMD's exit.
+func (ch *child) finish() *os.ProcessState {
+	<-ch.exited
+	if !ch.reaped {
+		_ = killGroup(ch.cmd.Process) // leftovers: nothing of CMD's outlives the lease
+		ch.waitErr = ch.cmd.Wait()
+	}
+	return ch.cmd.ProcessState
+}
+
+// defaultHolder names this process: host and pid.
+func defaultHolder() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
+}

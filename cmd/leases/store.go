@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"leases"
+)
+
+// storeEnv names the environment variable that says where the leases are
+// when no flag does, for scripts: LEASES_STORE=sqlite:PATH,
+// LEASES_STORE=etcd:ENDPOINTS.
+const storeEnv = "LEASES_STORE"
+
+// DefaultTimeout bounds each call to the store when --timeout is not
+// given.
+const DefaultTimeout = 10 * time.Second
+
+// A backend is one kind of store. Each lives in a file of its own
+// (backend_sqlite.go, backend_etcd.go) that registers it from init:
+// adding a backend adds one file and touches nothing else.
+type backend struct {
+	// name is the flag that selects it (--sqlite) and its scheme in
+	// LEASES_STORE (sqlite:).
+	name string
+	// arg names what follows the flag in the help: PATH, ENDPOINTS, DSN.
+	arg string
+	// help says what the store is, in one line.
+	help string
+	// clock says, in a few words, whose clock the times printed are.
+	clock string
+	// note says whose clock times the leases, and what the times mean,
+	// under holders' table.
+	note string
+	// local: the leases' ticks are this machine's wall clock (in
+	// milliseconds), so that the time left of a lease the store returns
+	// can be counted here. False for a server's clock.
+	local bool
+	// bound: an expiry the store reports is a bound above the real one,
+	// not the instant itself (etcd reports whole seconds left).
+	bound bool
+	// flags defines the backend's own flags on fs, besides --name, and
+	// returns what opens the store with them.
+	flags func(fs *flag.FlagSet) opener
+	// own names the flags that flags defines: refused with another store.
+	own []string
+}
+
+// An opener opens the store at where (a path, endpoints, a DSN).
+type opener func(ctx context.Context, where string, o openOptions) (*store, error)
+
+// openOptions are what every backend is opened with.
+type openOptions struct {
+	// timeout bounds each call, and each wait for a lock or a connection.
+	timeout time.Duration
+	// create: the command may create the store (acquire, run); holders,
+	// renew and release refuse a store that is not there, so that a
+	// mistyped path is an error rather than an empty new file.
+	create bool
+}
+
+// A store is an open store: its lessor and how to close it.
+type store struct {
+	backend *backend
+	where   string
+	// raw is the backend's lessor, which may be a leases.Lister.
+	raw leases.Lessor
+	// lessor is raw with every call bounded by --timeout; a
+	// leases.Watcher where raw is one.
+	lessor leases.Lessor
+	close  func() error
+}
+
+var backends []*backend
+
+// register adds a backend; backend files call it from init.
+func register(b *backend) {
+	backends = append(backends, b)
+	slices.SortFunc(backends, func(x, y *backend) int { return strings.Compare(x.name, y.name) })
+}
+
+// storeFlags are the flags that say where the leases are, and the bound
+// on each call, on one command's flag set.
+type storeFlags struct {
+	fs      *flag.FlagSet
+	where   map[string]*string // by backend name
+	openers map[string]opener
+	timeout time.Duration
+}
+
+func defineStoreFlags(fs *flag.FlagSet) *storeFlags {
+	f := &storeFlags{fs: fs, where: map[string]*string{}, openers: map[string]opener{}}
+	for _, b := range backends {
+		f.where[b.name] = fs.String(b.name, "", fmt.Sprintf("%s: %s", b.arg, b.help))
+		f.openers[b.name] = b.flags(fs)
+	}
+	fs.DurationVar(&f.timeout, "timeout", DefaultTimeout, "bound on each call to the store (and on each wait for its lock or a connection)")
+	return f
+}
+
+// open opens the store the flags, or else LEASES_STORE, name.
+func (f *storeFlags) open(ctx context.Context, getenv func(string) string, create bool) (*store, error) {
+	if f.timeout <= 0 {
+		return nil, usagef("--timeout %v: want a positive duration such as 10s", f.timeout)
+	}
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	var chosen []*backend
+	for _, b := range backends {
+		if set[b.name] {
+			chosen = append(chosen, b)
+		}
+	}
+	var b *backend
+	var where string
+	switch len(chosen) {
+	case 1:
+		b, where = chosen[0], *f.where[chosen[0].name]
+	case 0:
+		spec := getenv(storeEnv)
+		if spec == "" {
+			return nil, usagef("no store: give %s, or set %s", storeChoices(), storeEnv)
+		}
+		scheme, rest, _ := strings.Cut(spec, ":")
+		for _, candidate := range backends {
+			if candidate.name == scheme {
+				b, where = candidate, rest
+			}
+		}
+		if b == nil {
+			return nil, usagef("%s=%q: want one of %s", storeEnv, spec, envChoices())
+		}
+	default:
+		return nil, usagef("more than one store: --%s and --%s; give one", chosen[0].name, chosen[1].name)
+	}
+	for _, other := range backends {
+		for _, name := range other.own {
+			if set[name] && other != b {
+				return nil, usagef("--%s is for --%s; the store is --%s", name, other.name, b.name)
+			}
+		}
+	}
+	if where == "" {
+		return nil, usagef("--%s needs a %s", b.name, b.arg)
+	}
+	ctx, cancel := boundCall(ctx, f.timeout)
+	defer cancel()
+	s, err := f.openers[b.name](ctx, where, openOptions{timeout: f.timeout, create: create})
+	if err != nil {
+		return nil, explained(ctx, err)
+	}
+	s.backend, s.where = b, where
+	s.lessor = bounded(s.raw, f.timeout)
+	return s, nil
+}
+
+func storeChoices() string {
+	var words []string
+	for _, b := range backends {
+		words = append(words, "--"+b.name+" "+b.arg)
+	}
+	return strings.Join(words, " or ")
+}
+
+func envChoices() string {
+	var words []string
+	for _, b := range backends {
+		words = append(words, b.name+":"+b.arg)
+	}
+	return strings.Join(words, ", ")
+}
+
+// boundCall is ctx bounded by --timeout, saying so when it fires.
+func boundCall(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, timeout, &timeoutError{timeout})
+}
+
+// timeoutError is the cause of a call cut off by --timeout.
+type timeoutError struct{ timeout time.Duration }
+
+func (e *timeoutError) Error() string { return fmt.Sprintf("--timeout %v passed", e.timeout) }
+
+// explained is err, from a call under ctx, saying that --timeout cut it
+// off when it did and err does not say so already.
+func explained(ctx context.Context, err error) error {
+	var cut *timeoutError
+	if err == nil || !errors.As(context.Cause(ctx), &cut) || errors.As(err, &cut) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, cut)
+}
+
+// bounded is l with every call bounded by timeout; a Watcher's Changed,
+// which lasts as long as its caller waits, is passed on unbounded.
+func bounded(l leases.Lessor, timeout time.Duration) leases.Lessor {
+	b := boundedLessor{lessor: l, timeout: timeout}
+	if w, ok := l.(leases.Watcher); ok {
+		return boundedWatcher{b, w}
+	}
+	return b
+}
+
+type boundedLessor struct {
+	lessor  leases.Lessor
+	timeout time.Duration
+}
+
+type boundedWatcher struct {
+	boundedLessor
+	leases.Watcher
+}
+
+func (b boundedLessor) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
+	ctx, cancel := boundCall(ctx, b.timeout)
+	defer cancel()
+	lease, err := b.lessor.Acquire(ctx, resource, holder, ttl)
+	return lease, explained(ctx, err)
+}
+
+func (b boundedLessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
+	ctx, cancel := boundCall(ctx, b.timeout)
+	defer cancel()
+	lease, err := b.lessor.Renew(ctx, held, ttl)
+	return lease, explained(ctx, err)
+}
+
+func (b boundedLessor) Release(ctx context.Context, held leases.Lease) error {
+	ctx, cancel := boundCall(ctx, b.timeout)
+	defer cancel()
+	return explained(ctx, b.lessor.Release(ctx, held))
+}
+
+func (b boundedLessor) Holder(ctx context.Context, resource string) (leases.Lease, bool, error) {
+	ctx, cancel := boundCall(ctx, b.timeout)
+	defer cancel()
+	lease, ok, err := b.lessor.Holder(ctx, resource)
+	return lease, ok, explained(ctx, err)
+}
+
+// usageError is bad usage or bad input, found before anything was done:
+// exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// isUsage reports whether err is bad usage or input: the command's own
+// finding, or the store's leases.ErrInvalidInput.
+func isUsage(err error) bool {
+	var u *usageError
+	return errors.As(err, &u) || errors.Is(err, leases.ErrInvalidInput)
+}
