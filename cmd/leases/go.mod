@@ -7,6 +7,7 @@ require (
 	go.uber.org/zap v1.27.1
 	leases v0.0.0
 	leases/etcd v0.0.0
+	modernc.org/sqlite v1.62.0
 )
 
 require (
@@ -32,7 +33,6 @@ require (
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.62.0 // indirect
 )
 
 replace (

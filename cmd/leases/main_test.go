@@ -142,9 +142,14 @@ func start(t *testing.T, args ...string) *process {
 	p := &process{t: t, ctx: ctx, done: make(chan struct{})}
 	p.cmd = exec.Command(exe, append([]string{asCommand}, args...)...)
 	p.cmd.Env = withoutStoreEnv(os.Environ())
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+	// The command's input is a pipe the test closes (not StdinPipe's,
+	// which Wait closes): CMDs that hold until their input ends, and
+	// what they start, hold until the test says.
+	stdin, writeEnd, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
+	p.cmd.Stdin, p.stdin = stdin, writeEnd
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +158,10 @@ func start(t *testing.T, args ...string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.cmd.Start(); err != nil {
+	err = p.cmd.Start()
+	_ = stdin.Close()
+	if err != nil {
+		_ = writeEnd.Close()
 		t.Fatal(err)
 	}
 	p.stdout, p.stderr = readLines(stdout), readLines(stderr)
@@ -175,8 +183,7 @@ func start(t *testing.T, args ...string) *process {
 		select {
 		case <-p.done:
 		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
+			_ = p.cmd.Process.Kill() // its CMD dies with it, or by the test's own cleanup
 		}
 	})
 	return p
@@ -202,9 +209,9 @@ func (p *process) wait() result {
 	case <-p.done:
 		return p.res
 	case <-p.ctx.Done():
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		p.t.Fatalf("the command did not end (%v): %v", context.Cause(p.ctx), p.res)
+		// Something still holds its output, or it hangs: fail now, with
+		// what it said (the cleanup kills it).
+		p.t.Fatalf("the command did not end (%v): stdout %q, stderr %q", context.Cause(p.ctx), p.stdout.all(), p.stderr.all())
 		return result{}
 	}
 }

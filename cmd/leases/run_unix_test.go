@@ -1,0 +1,332 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite" // the test's own connection to the file
+
+	"leases/clock"
+	"leases/internal/testctx"
+)
+
+func init() {
+	// stubborn ignores SIGTERM, starts a descendant that ignores it too,
+	// in its process group, and both hold the FIFO its argument names
+	// open for writing: the test's reader sees the end of it only once
+	// both are gone. It says "started PID" on the FIFO and then holds
+	// until its input ends (the test's, which ends only at cleanup).
+	cmdRoles["stubborn"] = func(args []string) int {
+		signal.Ignore(syscall.SIGTERM)
+		if err := leaveDescendant(args[0]); err != nil {
+			return fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0
+	}
+	// leaver starts a stubborn descendant that holds the FIFO its argument
+	// names, says "started PID" on it, and exits 0 at once.
+	cmdRoles["leaver"] = func(args []string) int {
+		if err := leaveDescendant(args[0]); err != nil {
+			return fatal(err)
+		}
+		return 0
+	}
+	cmdRoles["stubborn-descendant"] = func([]string) int {
+		signal.Ignore(syscall.SIGTERM)
+		_, _ = io.Copy(io.Discard, os.Stdin) // holding fd 3, the FIFO
+		return 0
+	}
+	// trap says "started", and exits 0 at the first SIGINT or SIGTERM,
+	// saying "caught" and which.
+	cmdRoles["trap"] = func([]string) int {
+		caught := make(chan os.Signal, 1)
+		signal.Notify(caught, syscall.SIGINT, syscall.SIGTERM)
+		fmt.Println("started")
+		fmt.Printf("caught %v\n", <-caught)
+		return 0
+	}
+}
+
+// leaveDescendant opens the FIFO at path for writing, starts a stubborn
+// descendant that holds it too, and says "started PID" on it.
+func leaveDescendant(path string) error {
+	fifo, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	descendant := exec.Command(exe, asCMD, "stubborn-descendant")
+	descendant.Stdin, descendant.ExtraFiles = os.Stdin, []*os.File{fifo}
+	if err := descendant.Start(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(fifo, "started %d\n", os.Getpid())
+	return err
+}
+
+func fatal(err error) int {
+	fmt.Fprintln(os.Stderr, err)
+	return 125
+}
+
+// When the lease ends before CMD does, run stops CMD, and everything in
+// its process group, before the lease can expire, and exits 4. CMD here
+// ignores SIGTERM, and so does the process it started: SIGKILL after the
+// grace period ends both. Three ways the lease is taken away: renewals
+// that fail (another connection holds the file's write lock, as a hung
+// process would) until the session's deadline; the file deleted (the
+// store can renew no more); an operator's release (the next renewal is
+// refused). The expiry is the lease's on the store's clock (the machine's)
+// as the store last recorded it; the group is gone when the FIFO that
+// both processes hold reaches its end.
+func TestRunStopsCMDBeforeTheLeaseCanExpire(t *testing.T) {
+	cases := []struct {
+		name string
+		// takeAway takes the lease away from run and returns the tick at
+		// which it can expire, and what gives the file back afterwards.
+		takeAway func(t *testing.T, ctx context.Context, db string) (expiry int64, giveBack func())
+		// stop is how run stopped CMD: its line on stderr.
+		stop string
+	}{
+		{"renewals fail until the deadline", lockFile, "then SIGKILL after 300ms"},
+		{"the file is deleted", deleteFile, "then SIGKILL after 300ms"},
+		{"an operator releases the lease", releaseLease, "then SIGKILL after 300ms"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testctx.Context(t)
+			dir := t.TempDir()
+			db, fifo := filepath.Join(dir, "leases.db"), filepath.Join(dir, "group")
+			var p *process
+			group := cmdGroup(t, ctx, fifo, func() {
+				p = start(t, append([]string{"run", "r", "--sqlite", db, "--holder", "h",
+					"--ttl", "2s", "--margin", "1s", "--grace", "300ms", "--"}, cmd(t, "stubborn", fifo)...)...)
+			})
+
+			expiry, giveBack := tc.takeAway(t, ctx, db)
+			if _, err := io.Copy(io.Discard, group); err != nil {
+				t.Fatal(err)
+			}
+			gone := clock.Wall{}.Now()
+			giveBack()
+			r := p.wait()
+			if gone >= expiry {
+				t.Errorf("CMD's process group was gone at %d, %v after the lease could expire (at %d)",
+					gone, time.Duration(gone-expiry)*time.Millisecond, expiry)
+			} else {
+				t.Logf("CMD's process group was gone %v before the lease could expire", time.Duration(expiry-gone)*time.Millisecond)
+			}
+			if r.code != exitLost || !strings.Contains(r.stderr, "leases: run: the lease on r at epoch 1 ended before CMD did") ||
+				!strings.Contains(r.stderr, tc.stop) {
+				t.Fatalf("run: %v; want exit 4, saying the lease ended and how CMD was stopped (%q)", r, tc.stop)
+			}
+		})
+	}
+}
+
+// cmdGroup is the FIFO at path, made here, as CMD's process group holds
+// it (see the roles), once CMD has said "started PID" on it: it reaches
+// its end when every process that holds it is gone. The test's cleanup
+// kills the group, in case the command failed to.
+func cmdGroup(t *testing.T, ctx context.Context, path string, started func()) io.Reader {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	started()
+	group := openFIFO(t, ctx, path)
+	line, err := group.ReadString('\n')
+	var pid int
+	if _, serr := fmt.Sscanf(line, "started %d\n", &pid); err != nil || serr != nil {
+		t.Fatalf("CMD's first line: %q, %v", line, err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	return group
+}
+
+// openFIFO opens the FIFO at path for reading, which returns once a
+// writer has opened it, bounded by ctx.
+func openFIFO(t *testing.T, ctx context.Context, path string) *bufio.Reader {
+	t.Helper()
+	opened := make(chan *os.File, 1)
+	go func() {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- f
+	}()
+	select {
+	case f := <-opened:
+		if f == nil {
+			t.FailNow()
+		}
+		t.Cleanup(func() { _ = f.Close() })
+		if deadline, ok := ctx.Deadline(); ok {
+			if err := f.SetReadDeadline(deadline); err != nil && !errors.Is(err, os.ErrNoDeadline) {
+				t.Fatal(err)
+			}
+		}
+		return bufio.NewReader(f)
+	case <-ctx.Done():
+		// Unblock the open with a writer of our own, then fail.
+		if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			_ = w.Close()
+		}
+		t.Fatalf("nothing opened the FIFO for writing: %v", context.Cause(ctx))
+		return nil
+	}
+}
+
+// lockFile holds the file's write lock in a transaction of the test's
+// own, so that every renewal waits for it and fails, and reads in that
+// transaction the expiry the store last recorded (authority_leases is
+// the SQLite store's table of leases).
+func lockFile(t *testing.T, ctx context.Context, db string) (int64, func()) {
+	conn, err := sql.Open("sqlite", db+"?_txlock=immediate&_pragma=busy_timeout(60000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetMaxOpenConns(1)
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expiry int64
+	if err := tx.QueryRowContext(ctx, `SELECT expires_at FROM authority_leases WHERE resource = 'r'`).Scan(&expiry); err != nil {
+		t.Fatal(err)
+	}
+	return expiry, func() {
+		if err := errors.Join(tx.Rollback(), conn.Close()); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// deleteFile removes the file, its log and its index from under the
+// store, after reading the lease's expiry: the next renewal finds the
+// file gone, and the session ends at once.
+func deleteFile(t *testing.T, _ context.Context, db string) (int64, func()) {
+	expiry := expiryOf(t, db)
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(db + suffix); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return expiry, func() {}
+}
+
+// releaseLease releases h's lease as an operator would: the next renewal
+// is refused, and the session ends at once.
+func releaseLease(t *testing.T, _ context.Context, db string) (int64, func()) {
+	expiry := expiryOf(t, db)
+	if r := invoke(t, nil, "release", "r", "--sqlite", db, "--holder", "h", "--epoch", "1"); r.code != exitOK {
+		t.Fatalf("release: %v", r)
+	}
+	return expiry, func() {}
+}
+
+// expiryOf is when r's lease expires, as holders says.
+func expiryOf(t *testing.T, db string) int64 {
+	t.Helper()
+	var listed holdersJSON
+	r := invoke(t, nil, "holders", "r", "--sqlite", db, "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil || len(listed.Leases) != 1 {
+		t.Fatalf("holders: %v (%v)", r, err)
+	}
+	at, err := time.Parse(time.RFC3339Nano, listed.Leases[0].ExpiresAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at.UnixMilli()
+}
+
+// Signals sent to leases reach CMD (in its process group of its own,
+// which no terminal signals), and leases then exits with CMD's status:
+// 143 for a CMD that SIGTERM ended, 0 for one that caught SIGINT and
+// exited 0. The lease is released when CMD has ended.
+func TestRunPassesSignalsOn(t *testing.T) {
+	cases := []struct {
+		sig    syscall.Signal
+		role   string
+		status int
+		stdout string
+	}{
+		{syscall.SIGTERM, "hold", 128 + int(syscall.SIGTERM), "started 1\n"},
+		{syscall.SIGINT, "trap", 0, "started\ncaught interrupt\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			store := "--sqlite=" + sqliteFile(t)
+			p := start(t, append([]string{"run", "r", store, "--"}, cmd(t, tc.role)...)...)
+			p.expect(p.stdout, "started")
+			if err := p.cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			if r := p.wait(); r.code != tc.status || r.stdout != tc.stdout || r.stderr != "" {
+				t.Fatalf("run sent %v: %v; want CMD's status %d", tc.sig, r, tc.status)
+			}
+			if h := invoke(t, nil, "holders", "r", store); !strings.Contains(h.stdout, "free") {
+				t.Fatalf("holders after run: %v; want r free", h)
+			}
+		})
+	}
+}
+
+// A signal while run waits for the lease ends the wait: exit 128+N, CMD
+// never started.
+func TestRunInterruptedWhileWaiting(t *testing.T) {
+	store := "--sqlite=" + sqliteFile(t)
+	if r := invoke(t, nil, "acquire", "r", store, "--holder", "A", "--ttl", "1h"); r.code != exitOK {
+		t.Fatal(r)
+	}
+	p := start(t, append([]string{"run", "r", store, "--wait", "--"}, cmd(t, "env")...)...)
+	p.expect(p.stderr, "r is held by A at epoch 1 for another")
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r := p.wait()
+	if r.code != 128+int(syscall.SIGINT) || r.stdout != "" ||
+		!strings.Contains(r.stderr, "leases: run: interrupt before the lease on r was granted; CMD was not started") {
+		t.Fatalf("run interrupted while waiting: %v; want 130 and CMD never started", r)
+	}
+}
+
+// When CMD exits, what it left running in its process group is killed
+// before the lease is released: nothing of CMD's runs without the lease.
+// CMD here exits 0 at once, leaving a process that ignores SIGTERM and
+// holds the FIFO until its input (the test's) ends.
+func TestRunKillsWhatCMDLeavesBehind(t *testing.T) {
+	ctx := testctx.Context(t)
+	dir := t.TempDir()
+	db, fifo := filepath.Join(dir, "leases.db"), filepath.Join(dir, "group")
+	var p *process
+	group := cmdGroup(t, ctx, fifo, func() {
+		p = start(t, append([]string{"run", "r", "--sqlite", db, "--"}, cmd(t, "leaver", fifo)...)...)
+	})
+	if r := p.wait(); r.code != exitOK || r.stderr != "" {
+		t.Fatalf("run: %v; want CMD's status, 0", r)
+	}
+	if _, err := io.Copy(io.Discard, group); err != nil {
+		t.Fatalf("what CMD left behind still holds the FIFO after run ended: %v", err)
+	}
+}
