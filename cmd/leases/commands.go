@@ -114,7 +114,7 @@ func (c *cli) acquire(name string, args []string) int {
 	var held *leases.HeldError
 	switch {
 	case errors.As(err, &held):
-		return c.fail(name, fmt.Errorf("%q is held by %q at epoch %d for another %s (until %s, %s): %w",
+		return c.fail(name, fmt.Errorf("%q is held by %q at epoch %d for %s more (until %s, %s): %w",
 			resource, held.Live.Holder, held.Live.Epoch, human(held.Live.ExpiresAt-held.At, s.backend.bound),
 			stamp(held.Live.ExpiresAt, time.Local), s.backend.clock, leases.ErrLeaseHeld))
 	case errors.Is(err, leases.ErrOutcomeUnknown) && lease.Epoch > 0:
@@ -272,8 +272,8 @@ func (s *store) json(l leases.Lease, now int64, known bool) leaseJSON {
 	return out
 }
 
-// left is how long l has at tick now, in human units: "within" where the
-// expiry is a bound.
+// left is how long l has at tick now, in human units: "at most" where
+// the expiry is a bound.
 func (s *store) left(l leases.Lease, now int64, known bool) string {
 	if !known {
 		return "?"
@@ -292,7 +292,7 @@ func human(ms int64, bound bool) string {
 		d = d.Round(time.Second)
 	}
 	if bound {
-		return "within " + d.String()
+		return "at most " + d.String()
 	}
 	return d.String()
 }

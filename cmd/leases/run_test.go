@@ -41,17 +41,22 @@ func TestRunPassesTheLeaseAndCMDsStatus(t *testing.T) {
 // and its lease was released, with the next epoch; a run without --wait
 // is refused meanwhile. The CMDs log their start and end to one file.
 func TestRunsOnOneResourceExcludeEachOther(t *testing.T) {
-	dir := t.TempDir()
-	store := "--sqlite=" + filepath.Join(dir, "leases.db")
-	log := filepath.Join(dir, "log")
+	runsExcludeEachOther(t, "--sqlite="+sqliteFile(t))
+}
+
+// runsExcludeEachOther is TestRunsOnOneResourceExcludeEachOther on the
+// store that store names.
+func runsExcludeEachOther(t *testing.T, store ...string) {
+	log := filepath.Join(t.TempDir(), "log")
 	hold := func(holder string) *process {
-		return start(t, append([]string{"run", "r", store, "--holder", holder, "--wait", "--"}, cmd(t, "hold", log)...)...)
+		args := append(append([]string{"run", "r", "--holder", holder, "--wait"}, store...), "--")
+		return start(t, append(args, cmd(t, "hold", log)...)...)
 	}
 	a := hold("A")
 	a.expect(a.stdout, "started 1")
 	b := hold("B")
-	b.expect(b.stderr, "r is held by A at epoch 1 for another")
-	if r := invoke(t, nil, "run", "r", store, "--holder", "C", "--", cmd(t, "env")[0]); r.code != exitRefused {
+	b.expect(b.stderr, "r is held by A at epoch 1 for ")
+	if r := invoke(t, nil, append(append([]string{"run", "r", "--holder", "C"}, store...), "--", cmd(t, "env")[0])...); r.code != exitRefused {
 		t.Fatalf("a run without --wait while A holds the lease: %v; want refused", r)
 	}
 	if err := a.stdin.Close(); err != nil { // A's CMD ends

@@ -300,7 +300,7 @@ func TestRunInterruptedWhileWaiting(t *testing.T) {
 		t.Fatal(r)
 	}
 	p := start(t, append([]string{"run", "r", store, "--wait", "--"}, cmd(t, "env")...)...)
-	p.expect(p.stderr, "r is held by A at epoch 1 for another")
+	p.expect(p.stderr, "r is held by A at epoch 1 for ")
 	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

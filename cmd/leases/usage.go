@@ -62,7 +62,7 @@ Who holds each named resource, at which epoch, and for how long: with no
 RESOURCE, every live lease. A free resource shows "free". Times are the
 store's clock, and the last line says whose it is: a SQLite file's leases
 are timed by this machine's clock; etcd's by its leader, which says only
-the whole seconds left, so an etcd expiry is an upper bound ("within").
+the whole seconds left, so an etcd expiry is an upper bound ("at most").
 --json prints one object: {"store", "clock", "at_the_latest", "now",
 "leases": [{"resource", "holder", "epoch", "expires_at", "expires_in_ms"}],
 "free": [RESOURCE...]}. It changes nothing, and never creates a store.
