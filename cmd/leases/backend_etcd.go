@@ -22,9 +22,10 @@ func init() {
 		clock: "this machine's clock; etcd's leader decides",
 		note: "etcd's leader decides, and says the whole seconds left: each expiry is this machine's clock " +
 			"plus that, plus a second, a bound the lease ends before",
-		local: true,
-		bound: true,
-		own:   []string{"prefix"},
+		local:    true,
+		bound:    true,
+		own:      []string{"prefix"},
+		synopsis: "[--prefix P]",
 		flags: func(fs *flag.FlagSet) opener {
 			prefix := fs.String("prefix", etcd.DefaultPrefix, "with --etcd: the key prefix the leases are kept under")
 			return func(ctx context.Context, endpoints string, o openOptions) (*store, error) {

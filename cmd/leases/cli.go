@@ -175,6 +175,7 @@ func (c *cli) parse(f *flags, args []string) (arguments, afterDashes []string, d
 func (f *flags) help() string {
 	var b strings.Builder
 	b.WriteString(f.usage)
+	fmt.Fprintf(&b, "\nSTORE is %s; or, when no flag says, %s in the environment.\n", storeChoices(), envExamples())
 	b.WriteString("\nFlags:\n")
 	f.SetOutput(&b)
 	f.PrintDefaults()

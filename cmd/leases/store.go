@@ -49,6 +49,8 @@ type backend struct {
 	flags func(fs *flag.FlagSet) opener
 	// own names the flags that flags defines: refused with another store.
 	own []string
+	// synopsis shows them after --name ARG in the help, as [--flag X].
+	synopsis string
 }
 
 // An opener opens the store at where (a path, endpoints, a DSN).
@@ -96,10 +98,10 @@ type storeFlags struct {
 func defineStoreFlags(fs *flag.FlagSet) *storeFlags {
 	f := &storeFlags{fs: fs, where: map[string]*string{}, openers: map[string]opener{}}
 	for _, b := range backends {
-		f.where[b.name] = fs.String(b.name, "", fmt.Sprintf("%s: %s", b.arg, b.help))
+		f.where[b.name] = fs.String(b.name, "", fmt.Sprintf("`%s`: %s", b.arg, b.help))
 		f.openers[b.name] = b.flags(fs)
 	}
-	fs.DurationVar(&f.timeout, "timeout", DefaultTimeout, "bound on each call to the store (and on each wait for its lock or a connection)")
+	fs.DurationVar(&f.timeout, "timeout", DefaultTimeout, "the bound on each call to the store (and on each wait for its lock or a connection)")
 	return f
 }
 
@@ -162,7 +164,7 @@ func (f *storeFlags) open(ctx context.Context, getenv func(string) string, creat
 func storeChoices() string {
 	var words []string
 	for _, b := range backends {
-		words = append(words, "--"+b.name+" "+b.arg)
+		words = append(words, strings.TrimSpace("--"+b.name+" "+b.arg+" "+b.synopsis))
 	}
 	return strings.Join(words, " or ")
 }
@@ -173,6 +175,16 @@ func envChoices() string {
 		words = append(words, b.name+":"+b.arg)
 	}
 	return strings.Join(words, ", ")
+}
+
+// envExamples is every way to say where the leases are in the
+// environment.
+func envExamples() string {
+	var words []string
+	for _, b := range backends {
+		words = append(words, storeEnv+"="+b.name+":"+b.arg)
+	}
+	return strings.Join(words, " or ")
 }
 
 // boundCall is ctx bounded by --timeout, saying so when it fires.

@@ -10,7 +10,7 @@ import (
 func mainUsage() string {
 	var stores strings.Builder
 	for _, b := range backends {
-		fmt.Fprintf(&stores, "  --%s %s\n      %s\n", b.name, b.arg, b.help)
+		fmt.Fprintf(&stores, "  %s\n      %s\n", strings.TrimSpace("--"+b.name+" "+b.arg+" "+b.synopsis), b.help)
 	}
 	return `Usage: leases COMMAND [RESOURCE...] [flags] [-- CMD ARG...]
 
@@ -31,7 +31,7 @@ Commands:
                                           when the lease ends
 
 Where the leases are, one of:
-` + stores.String() + `  or, when no flag says, the environment: ` + storeEnv + `=` + strings.ReplaceAll(envChoices(), ", ", " or "+storeEnv+"=") + `
+` + stores.String() + `  or, when no flag says, the environment: ` + envExamples() + `
 Every command takes --timeout D, the bound on each call to the store
 (default ` + DefaultTimeout.String() + `), and -h for its own flags.
 
