@@ -207,3 +207,14 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// docs/operators.md shows leases -h as it is.
+func TestOperatorsPageShowsTheHelp(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "operators.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "```text\n"+mainUsage()+"```\n") {
+		t.Fatalf("docs/operators.md does not show leases -h as it is now:\n%s", mainUsage())
+	}
+}
