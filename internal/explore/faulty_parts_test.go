@@ -115,7 +115,9 @@ func (b blindGuardedReceiver) Read(ctx context.Context, resource string) (leases
 // every lease is live.
 type alwaysLive struct{ backend.UserTransactions }
 
-func (alwaysLive) LiveIn(context.Context, *sql.Tx, leases.Lease, int64) (bool, error) { return true, nil }
+func (alwaysLive) LiveIn(context.Context, *sql.Tx, leases.Lease, int64) (bool, error) {
+	return true, nil
+}
 
 // newBlindTxGuard is the guarded write in the user's transaction without
 // its look at the lease: the fence alone. It brings the gap back.
