@@ -26,6 +26,24 @@ import (
 // contention; it never orders anything.
 const DefaultBusyTimeout = sqlitestore.DefaultBusyTimeout
 
+// Errors of a store that can answer nothing more; both match
+// leases.ErrStoreUnusable.
+var (
+	// ErrDatabaseMoved reports that the database file, its write-ahead
+	// log or its index was deleted or replaced after the store opened
+	// it. Nothing is changed: going on would write to a file nobody else
+	// sees, and a process that opens the path afresh would start epochs
+	// from 1 again.
+	ErrDatabaseMoved = sqlitestore.ErrDatabaseMoved
+	// ErrReopenRequired reports an operation refused because the store
+	// saw an unknown outcome before (leases.ErrOutcomeUnknown). After a
+	// failed commit, what this process would read may differ from what
+	// the file holds (measured: the process still read the old value
+	// while the next process read the new one), so the store answers
+	// nothing more from that view: close it and open the file again.
+	ErrReopenRequired = sqlitestore.ErrReopenRequired
+)
+
 // Store is one process's handle on a SQLite file that holds leases and
 // receiver records. It owns a single connection, so every transaction
 // starts and ends on the same connection.
