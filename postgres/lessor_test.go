@@ -166,7 +166,7 @@ func TestSessionOnTheServersClock(t *testing.T) {
 		waited <- b
 	}()
 	<-waiterSide.refused // B waits: A's lease is live
-	close(done) // A's work is done; Do releases
+	close(done)          // A's work is done; Do releases
 	if err := <-doErr; err != nil {
 		t.Fatal(err)
 	}
