@@ -1,8 +1,9 @@
 package postgres_test
 
 // The authority's decisions next to their floors, timed transaction by
-// transaction in alternation (as fencetest.Benchmark does), on the tests'
-// server over its unix socket, one connection:
+// transaction in alternation (as fencetest.Benchmark does), over a
+// server's unix socket, one connection, on the tests' server (fsync=off)
+// and on one that flushes every commit (fsync=on):
 //
 //	go test -run '^$' -bench 'Acquire|Guarded' -count 3 ./postgres/
 //
@@ -22,13 +23,32 @@ import (
 	"time"
 
 	"leases"
+	"leases/fence"
 	"leases/internal/fencetest"
 	"leases/postgres"
+	"leases/postgres/pgtest"
 )
 
 func BenchmarkAcquire(b *testing.B) {
+	onServers(b, benchmarkAcquire)
+}
+
+func BenchmarkGuardedTransaction(b *testing.B) {
+	onServers(b, benchmarkGuardedTransaction)
+}
+
+// onServers runs bench on the tests' server, which does not flush
+// (fsync=off), where round trips and the server's CPU show, and on one
+// that flushes every commit as a production server does.
+func onServers(b *testing.B, bench func(b *testing.B, db fencetest.DB)) {
+	b.Run("fsync=off", func(b *testing.B) { bench(b, database(b, 1)) })
+	b.Run("fsync=on", func(b *testing.B) {
+		bench(b, fencetest.DB{DB: pgtest.Open(b, pgtest.New(b, "fsync=on"), 1), Dialect: fence.PostgreSQL})
+	})
+}
+
+func benchmarkAcquire(b *testing.B, db fencetest.DB) {
 	ctx := fencetest.Context(b)
-	db := database(b, 1)
 	store := newStore(b, db.DB, postgres.Options{})
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS bench_floor (
 		resource text NOT NULL PRIMARY KEY, epoch bigint NOT NULL, holder text,
@@ -87,9 +107,8 @@ func BenchmarkAcquire(b *testing.B) {
 	}
 }
 
-func BenchmarkGuardedTransaction(b *testing.B) {
+func benchmarkGuardedTransaction(b *testing.B, db fencetest.DB) {
 	ctx := fencetest.Context(b)
-	db := database(b, 1)
 	l := newStore(b, db.DB, postgres.Options{}).Lessor()
 	fences := fencetest.Setup(b, db, "bench_guarded")
 	resource := fmt.Sprintf("%s #%d", b.Name(), stores.Add(1))
