@@ -62,7 +62,7 @@ func once(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *sql.
 	commit, err := fn(tx)
 	if err != nil {
 		step(ctx, "rollback")
-		return rules.BeforeCommit(ctx, errors.Join(err, ignoreDone(tx.Rollback())))
+		return rules.BeforeCommit(ctx, rolledBack(err, tx.Rollback()))
 	}
 	if !commit {
 		// A decision that changes nothing: whether the rollback
@@ -109,11 +109,13 @@ func IsSerializationFailure(err error) bool {
 	return code == "40001" || code == "40P01"
 }
 
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
+// rolledBack is err, the failure that ended a transaction, with its
+// rollback's failure, if any, on the same line.
+func rolledBack(err, rollback error) error {
+	if rollback == nil || errors.Is(rollback, sql.ErrTxDone) {
+		return err
 	}
-	return err
+	return fmt.Errorf("%w (and the rollback failed: %v)", err, rollback)
 }
 
 // stepKey is the context key of a hook that a test sets to run before
