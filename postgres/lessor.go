@@ -58,6 +58,10 @@ func (l *ServerClock) Acquire(ctx context.Context, resource, holder string, ttl 
 		next, granted, err = rules.Acquire(row, found, resource, holder, now, ticks)
 		return next, err
 	})
+	if err != nil && now == 0 {
+		// Failed before the server's clock was read: no tick to name.
+		return leases.Lease{}, fmt.Errorf("acquire %q for %q: %w", resource, holder, err)
+	}
 	return rules.Granted(granted, err, resource, holder, now)
 }
 
