@@ -95,7 +95,7 @@ func (a *Authority) LiveIn(ctx context.Context, tx *sql.Tx, held leases.Lease, t
 	if err != nil {
 		return false, err
 	}
-	return rules.Live(row, found, held, now)
+	return rules.LiveFor(row, found, held, now)
 }
 
 // Tick is the lessor's clock as a rules.TickFunc.
