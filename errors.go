@@ -25,7 +25,8 @@ const (
 //     (ErrLeaseHeld, ErrNotHolder, ErrLeaseExpired, ErrTickBackwards).
 //     Nothing changed.
 //   - A failure before commit: any other error except ErrOutcomeUnknown.
-//     The store could not read or write, the file moved, or the context
+//     The store could not read or write, can answer no more
+//     (ErrStoreUnusable), or the context
 //     ended before the commit was sent (the error then also matches the
 //     context's error, context.Canceled or context.DeadlineExceeded).
 //     Nothing changed, and the operation may be retried.
@@ -56,12 +57,6 @@ var (
 	// again, with a new epoch.
 	ErrLeaseExpired = errors.New("lease expired")
 
-	// ErrDatabaseMoved reports that the database file was deleted or
-	// replaced after the store opened it. Nothing is changed: going on
-	// would write to a file nobody else sees, and a process that opens
-	// the path afresh would start epochs from 1 again.
-	ErrDatabaseMoved = errors.New("database file deleted or replaced")
-
 	// ErrNotHolder reports a renew or release by someone who does not hold
 	// the resource's current lease (another holder, or an older epoch).
 	ErrNotHolder = errors.New("not the lease holder")
@@ -86,13 +81,14 @@ var (
 	//     if it did take effect.
 	ErrOutcomeUnknown = errors.New("outcome unknown")
 
-	// ErrReopenRequired reports an operation refused because the store
-	// saw an unknown outcome before (ErrOutcomeUnknown). After a failed
-	// commit, what this process would read may differ from what the file
-	// holds (measured: the process still read the old value while the
-	// next process read the new one), so the store answers nothing more
-	// from that view: close it and open the file again.
-	ErrReopenRequired = errors.New("store must be reopened")
+	// ErrStoreUnusable reports an operation refused because the store
+	// can answer nothing more through this handle: close it, and open it
+	// again. It is neither a refusal nor an unknown outcome: nothing
+	// changed, and nothing will through this handle. Backends say why
+	// with errors of their own that match it (package leases/sqlite:
+	// ErrReopenRequired after an unknown outcome, ErrDatabaseMoved when
+	// its file was replaced). A session ends at once on it.
+	ErrStoreUnusable = errors.New("store unusable")
 )
 
 // IsRefusal reports whether err is a refusal: invalid input, or an

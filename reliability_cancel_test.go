@@ -60,7 +60,7 @@ func TestCancelledCallsSayWhy(t *testing.T) {
 				switch {
 				case err == nil:
 					tl.granted = append(tl.granted, lease.Epoch)
-				case errors.Is(err, leases.ErrReopenRequired):
+				case errors.Is(err, sqlite.ErrReopenRequired):
 					reopen(s) // the other goroutine's unknown outcome
 				case errors.Is(err, leases.ErrOutcomeUnknown) && errors.Is(err, context.DeadlineExceeded):
 					tl.uncertain++

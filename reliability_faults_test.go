@@ -222,8 +222,8 @@ func TestDatabaseDeletedBetweenSteps(t *testing.T) {
 		"write":   func() error { _, err := w.Write(ctx, leases.Fenced, "r", lease.Epoch, "v"); return err },
 		"renew":   func() error { _, err := w.Renew(ctx, lease, 1, 3); return err },
 	} {
-		if err := op(); err == nil || !strings.Contains(err.Error(), leases.ErrDatabaseMoved.Error()) {
-			t.Errorf("%s after the file was deleted: %v; want %q", name, err, leases.ErrDatabaseMoved)
+		if err := op(); err == nil || !strings.Contains(err.Error(), sqlite.ErrDatabaseMoved.Error()) {
+			t.Errorf("%s after the file was deleted: %v; want %q", name, err, sqlite.ErrDatabaseMoved)
 		}
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {

@@ -67,8 +67,8 @@ func TestLogDeletedOrReplacedUnderAnOpenStore(t *testing.T) {
 				"read":    func() error { _, _, err := holder.Read(ctx, leases.Fenced, "r"); return err },
 			} {
 				err := op()
-				if err == nil || !strings.Contains(err.Error(), leases.ErrDatabaseMoved.Error()) || !strings.Contains(err.Error(), tc.naming) {
-					t.Errorf("%s after the change: %v; want %q naming %q", name, err, leases.ErrDatabaseMoved, tc.naming)
+				if err == nil || !strings.Contains(err.Error(), sqlite.ErrDatabaseMoved.Error()) || !strings.Contains(err.Error(), tc.naming) {
+					t.Errorf("%s after the change: %v; want %q naming %q", name, err, sqlite.ErrDatabaseMoved, tc.naming)
 				}
 			}
 		})

@@ -75,8 +75,8 @@ func TestFailedCommitIsAnUnknownOutcome(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), leases.ErrOutcomeUnknown.Error()) {
 				t.Fatalf("victim's %s with a failing fsync: %v; want %q, not a plain failure", tc.name, err, leases.ErrOutcomeUnknown)
 			}
-			if _, _, err := victim.Read(ctx, leases.Fenced, "r"); err == nil || !strings.Contains(err.Error(), leases.ErrReopenRequired.Error()) {
-				t.Fatalf("the victim's store read after the unknown outcome: %v; want %q", err, leases.ErrReopenRequired)
+			if _, _, err := victim.Read(ctx, leases.Fenced, "r"); err == nil || !strings.Contains(err.Error(), sqlite.ErrReopenRequired.Error()) {
+				t.Fatalf("the victim's store read after the unknown outcome: %v; want %q", err, sqlite.ErrReopenRequired)
 			}
 			// Both die without closing the file, as a crashed process does.
 			keeper.Kill()

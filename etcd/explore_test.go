@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"leases/etcd/etcdtest"
@@ -32,6 +33,11 @@ func TestExplorationOnEtcdFindsSQLitesFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("on etcd: %d steps run, %d states, %d rollbacks", stats.StepsRun, stats.States, stats.Restores)
+	// The guarded write in the user's transaction needs a database whose
+	// transactions see the authority's rows: explored on SQLite alone.
+	onSQLite.Protocols = slices.DeleteFunc(onSQLite.Protocols, func(p explore.ProtocolFigures) bool {
+		return p.Protocol == explore.TxGuardedProtocol
+	})
 	if !reflect.DeepEqual(onEtcd, onSQLite) {
 		for i := range onSQLite.Protocols {
 			if i < len(onEtcd.Protocols) && !reflect.DeepEqual(onEtcd.Protocols[i], onSQLite.Protocols[i]) {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"leases"
+	"leases/internal/rules"
 )
 
 // Dialect is the SQL database a [Table] lives in: it decides the
@@ -37,10 +37,6 @@ func (d Dialect) String() string {
 // another one, such as two fences in one database.
 const DefaultTable = "leases_fence"
 
-// maxNameBytes is PostgreSQL's identifier length (NAMEDATALEN - 1): a
-// longer name would be truncated, silently, to another name.
-const maxNameBytes = 63
-
 // Table is a fence table in one database. It holds no connection and no
 // state besides its statements: one Table serves any number of
 // transactions at once.
@@ -62,29 +58,10 @@ func New(dialect Dialect, name string) (*Table, error) {
 	if dialect != SQLite && dialect != PostgreSQL {
 		return nil, fmt.Errorf("%w: fence dialect %v is neither SQLite nor PostgreSQL", leases.ErrInvalidInput, dialect)
 	}
-	if err := checkTableName(name); err != nil {
+	if err := rules.CheckTableName("fence table name", name); err != nil {
 		return nil, err
 	}
 	return &Table{dialect: dialect, name: name, sql: newStatements(dialect, name)}, nil
-}
-
-func checkTableName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: fence table name is empty", leases.ErrInvalidInput)
-	case len(name) > maxNameBytes:
-		return fmt.Errorf("%w: fence table name is %d bytes, more than %d", leases.ErrInvalidInput, len(name), maxNameBytes)
-	case name[0] >= '0' && name[0] <= '9':
-		return fmt.Errorf("%w: fence table name %q starts with a digit", leases.ErrInvalidInput, name)
-	case strings.HasPrefix(name, "sqlite_"):
-		return fmt.Errorf("%w: fence table name %q starts with sqlite_, reserved by SQLite", leases.ErrInvalidInput, name)
-	}
-	for _, c := range name {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
-			return fmt.Errorf("%w: fence table name %q has %q: only a-z, 0-9 and _ are allowed", leases.ErrInvalidInput, name, c)
-		}
-	}
-	return nil
 }
 
 // Name returns the table's name.

@@ -225,7 +225,7 @@ func (s *Session) renew(next int64) {
 // storeUnusable reports errors after which the store answers nothing
 // more until it is opened again.
 func storeUnusable(err error) bool {
-	return errors.Is(err, leases.ErrReopenRequired) || errors.Is(err, leases.ErrDatabaseMoved)
+	return errors.Is(err, leases.ErrStoreUnusable)
 }
 
 // confirm records a renewal sent at tick sent: the deadline moves to the

@@ -12,6 +12,7 @@ import (
 	"leases"
 	"leases/clock"
 	"leases/session"
+	"leases/sqlite"
 )
 
 // Options that make no sense are refused with ErrInvalidInput before
@@ -277,7 +278,7 @@ func (l renewFails) Renew(context.Context, leases.Lease, time.Duration) (leases.
 // A store that can renew no more ends the session at its first failed
 // renewal, rather than being tried until the deadline.
 func TestSessionEndsWhenTheStoreCanRenewNoMore(t *testing.T) {
-	for _, cause := range []error{leases.ErrReopenRequired, leases.ErrDatabaseMoved} {
+	for _, cause := range []error{sqlite.ErrReopenRequired, sqlite.ErrDatabaseMoved} {
 		t.Run(cause.Error(), func(t *testing.T) {
 			b := newBench(t)
 			s := b.start(renewFails{b.lessor, fmt.Errorf("renew: %w", cause)}, "A",

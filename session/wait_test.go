@@ -12,6 +12,7 @@ import (
 	"leases"
 	"leases/clock"
 	"leases/session"
+	"leases/sqlite"
 )
 
 type result struct {
@@ -177,7 +178,7 @@ func TestWaitRetriesWhatIsNotTheCallersFault(t *testing.T) {
 	}
 	for _, err := range []error{
 		fmt.Errorf("bad: %w", leases.ErrInvalidInput),
-		fmt.Errorf("store: %w", leases.ErrReopenRequired),
+		fmt.Errorf("store: %w", sqlite.ErrReopenRequired),
 	} {
 		t.Run("returned: "+err.Error(), func(t *testing.T) {
 			b := newBench(t)

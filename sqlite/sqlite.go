@@ -11,11 +11,13 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
 	"leases"
 	"leases/clock"
+	"leases/fence"
 	"leases/internal/sqlitestore"
 )
 
@@ -23,6 +25,24 @@ import (
 // write transaction on the same file before it fails. It bounds
 // contention; it never orders anything.
 const DefaultBusyTimeout = sqlitestore.DefaultBusyTimeout
+
+// Errors of a store that can answer nothing more; both match
+// leases.ErrStoreUnusable.
+var (
+	// ErrDatabaseMoved reports that the database file, its write-ahead
+	// log or its index was deleted or replaced after the store opened
+	// it. Nothing is changed: going on would write to a file nobody else
+	// sees, and a process that opens the path afresh would start epochs
+	// from 1 again.
+	ErrDatabaseMoved = sqlitestore.ErrDatabaseMoved
+	// ErrReopenRequired reports an operation refused because the store
+	// saw an unknown outcome before (leases.ErrOutcomeUnknown). After a
+	// failed commit, what this process would read may differ from what
+	// the file holds (measured: the process still read the old value
+	// while the next process read the new one), so the store answers
+	// nothing more from that view: close it and open the file again.
+	ErrReopenRequired = sqlitestore.ErrReopenRequired
+)
 
 // Store is one process's handle on a SQLite file that holds leases and
 // receiver records. It owns a single connection, so every transaction
@@ -106,6 +126,43 @@ func (s *Store) Receiver(mode leases.Mode) leases.Receiver { return s.store.Rece
 // accepted only while the writer's lease is the live one, checked in the
 // write's own transaction.
 func (s *Store) Guarded() leases.GuardedReceiver { return s.store.Guarded() }
+
+// Tx runs fn in a transaction of the store's file and commits it if fn
+// succeeds: a BEGIN IMMEDIATE transaction on the store's one connection,
+// for your own tables kept in the leases file (create them in a Tx of
+// their own first). Its errors are those of every operation: a failure
+// before commit, nothing committed; or an unknown outcome
+// (leases.ErrOutcomeUnknown), after which the store refuses everything
+// with ErrReopenRequired. A Tx holds the file's write lock from its
+// beginning: keep it short, as every process waits for it.
+func (s *Store) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.store.UserTx(ctx, fn)
+}
+
+// Guard closes the gap inside tx, a transaction of Tx: it checks that
+// held is still the live lease on the host's clock (the Lessor's) and
+// admits held's epoch at fences, a fence table in the same file
+// ([fence.Table.Admit]). Accepted: store your rows in tx, and they commit
+// with both the check and the fence. NotLive: the lease ran out, was
+// released, or a newer epoch was granted; do not act. Stale: a newer
+// epoch reached the fence. A transaction of the store holds the file's
+// write lock, so no grant can come between the check and the commit:
+// whatever the pause, nothing of an older holder commits after a newer
+// holder was granted.
+func (s *Store) Guard(ctx context.Context, tx *sql.Tx, held leases.Lease, fences *fence.Table) (leases.WriteResult, error) {
+	live, err := s.store.Authority().LiveIn(ctx, tx, held, s.store.Lessor(s.now).Tick())
+	if err != nil {
+		return leases.WriteResult{}, fmt.Errorf("guard %q at epoch %d: %w", held.Resource, held.Epoch, err)
+	}
+	if !live {
+		record, _, err := fences.Read(ctx, tx, held.Resource)
+		if err != nil {
+			return leases.WriteResult{}, err
+		}
+		return leases.WriteResult{Outcome: leases.NotLive, Record: record}, nil
+	}
+	return fences.Admit(ctx, tx, held.Resource, held.Epoch)
+}
 
 // IntegrityCheck runs SQLite's PRAGMA integrity_check and returns what it
 // says: "ok" for a sound file, otherwise the problems it found, one per

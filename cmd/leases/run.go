@@ -140,7 +140,7 @@ func (c *cli) run(name string, args []string) int {
 // saying on stderr who holds the lease, by waiting for it.
 func (c *cli) acquireSession(ctx context.Context, name string, s *store, resource, holder string, opts session.Options, wait bool) (*session.Session, error) {
 	sess, err := session.Start(ctx, s.lessor, resource, holder, opts)
-	if err == nil || !wait || isUsage(err) || errors.Is(err, leases.ErrReopenRequired) || errors.Is(err, leases.ErrDatabaseMoved) {
+	if err == nil || !wait || isUsage(err) || errors.Is(err, leases.ErrStoreUnusable) {
 		return sess, err
 	}
 	var held *leases.HeldError

@@ -8,6 +8,7 @@ package backend
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -88,6 +89,19 @@ type Explorable interface {
 	Store
 	Snapshot(ctx context.Context) ([]byte, error)
 	Restore(ctx context.Context, snapshot []byte) error
+}
+
+// UserTransactions is implemented by explorable stores on which a user's
+// own transaction sees the authority's rows, so that the guarded write in
+// the user's transaction (the lease check and the fence in one
+// transaction of the user's) can be explored on them: SQLite's.
+type UserTransactions interface {
+	// UserDB is a handle on the store's database for the user's
+	// transactions (and the user's tables).
+	UserDB() *sql.DB
+	// LiveIn reports whether held is the authority's live lease at tick
+	// now, on the rows tx sees.
+	LiveIn(ctx context.Context, tx *sql.Tx, held leases.Lease, now int64) (bool, error)
 }
 
 // Cluster is a place on a replicated backend whose members a scenario can

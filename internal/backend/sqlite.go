@@ -2,11 +2,13 @@ package backend
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"leases"
+	"leases/internal/rules"
 	"leases/internal/sqlitestore"
 	"leases/sqlite"
 )
@@ -94,4 +96,12 @@ func (e sqliteExplorable) Snapshot(ctx context.Context) ([]byte, error) {
 }
 func (e sqliteExplorable) Restore(ctx context.Context, snapshot []byte) error {
 	return e.s.Restore(ctx, snapshot)
+}
+
+// UserDB implements UserTransactions: the store's one connection.
+func (e sqliteExplorable) UserDB() *sql.DB { return e.s.DB() }
+
+// LiveIn implements UserTransactions.
+func (e sqliteExplorable) LiveIn(ctx context.Context, tx *sql.Tx, held leases.Lease, now int64) (bool, error) {
+	return e.s.Authority().LiveIn(ctx, tx, held, rules.At(now))
 }

@@ -45,16 +45,16 @@ func TestExploreScheduleCountsAtEdgeBounds(t *testing.T) {
 		bounds    Bounds
 		schedules int64
 	}{
-		{[]Protocol{Unfenced, Fenced, GuardedProtocol, TxFenceProtocol}, Bounds{Workers: 1, TTL: 1, LastTick: 0}, 1},
+		{[]Protocol{Unfenced, Fenced, GuardedProtocol, TxFenceProtocol, TxGuardedProtocol}, Bounds{Workers: 1, TTL: 1, LastTick: 0}, 1},
 		{[]Protocol{FenceBeforeActingProtocol}, Bounds{Workers: 1, TTL: 1, LastTick: 0}, 1},
-		{[]Protocol{Unfenced, Fenced, GuardedProtocol, TxFenceProtocol}, Bounds{Workers: 1, TTL: 2, LastTick: 4}, 15},
+		{[]Protocol{Unfenced, Fenced, GuardedProtocol, TxFenceProtocol, TxGuardedProtocol}, Bounds{Workers: 1, TTL: 2, LastTick: 4}, 15},
 		{[]Protocol{FenceBeforeActingProtocol}, Bounds{Workers: 1, TTL: 2, LastTick: 4}, 70},
-		{[]Protocol{Unfenced, Fenced, GuardedProtocol, TxFenceProtocol}, Bounds{Workers: 3, TTL: 2, LastTick: 0}, 18},
+		{[]Protocol{Unfenced, Fenced, GuardedProtocol, TxFenceProtocol, TxGuardedProtocol}, Bounds{Workers: 3, TTL: 2, LastTick: 0}, 18},
 		{[]Protocol{FenceBeforeActingProtocol}, Bounds{Workers: 3, TTL: 2, LastTick: 0}, 60},
-		{[]Protocol{Unfenced, Fenced, GuardedProtocol, TxFenceProtocol}, Bounds{Workers: 4, TTL: 2, LastTick: 0}, 96},
+		{[]Protocol{Unfenced, Fenced, GuardedProtocol, TxFenceProtocol, TxGuardedProtocol}, Bounds{Workers: 4, TTL: 2, LastTick: 0}, 96},
 		{[]Protocol{FenceBeforeActingProtocol}, Bounds{Workers: 4, TTL: 2, LastTick: 0}, 480},
-		{[]Protocol{Unfenced, Fenced, GuardedProtocol, TxFenceProtocol}, Bounds{Workers: 3, TTL: 1, LastTick: 1}, 132},
-		{[]Protocol{Unfenced, Fenced, GuardedProtocol, TxFenceProtocol}, Bounds{Workers: 4, TTL: 1, LastTick: 1}, 1080},
+		{[]Protocol{Unfenced, Fenced, GuardedProtocol, TxFenceProtocol, TxGuardedProtocol}, Bounds{Workers: 3, TTL: 1, LastTick: 1}, 132},
+		{[]Protocol{Unfenced, Fenced, GuardedProtocol, TxFenceProtocol, TxGuardedProtocol}, Bounds{Workers: 4, TTL: 1, LastTick: 1}, 1080},
 		{[]Protocol{FenceBeforeActingProtocol}, Bounds{Workers: 2, TTL: 1, LastTick: 1}, 126},
 	}
 	for _, tc := range cases {

@@ -79,6 +79,9 @@ func Explore(ctx context.Context, running backend.Running, bounds Bounds) (*Expl
 	ex := &Exploration{Bounds: bounds}
 	for _, p := range protocols {
 		figures, s, err := exploreProtocol(ctx, running, bounds, p, faults{})
+		if errors.Is(err, errNoUserTransactions) {
+			continue // a protocol this backend cannot run
+		}
 		if err != nil {
 			return nil, stats, fmt.Errorf("explore %s: %w", p, err)
 		}
@@ -177,17 +180,28 @@ func newExplorer(ctx context.Context, running backend.Running, bounds Bounds, p 
 		auth = f.authority(auth)
 	}
 	var receiver leases.Receiver = store.Receiver(mode)
-	if p == TxFenceProtocol {
+	guarded := store.Guarded()
+	switch p {
+	case TxFenceProtocol:
 		userDB, err := openTxFence(ctx)
 		if err != nil {
 			return nil, nil, errors.Join(err, store.Close())
 		}
 		store, receiver = withFence{store, userDB}, userDB
+	case TxGuardedProtocol:
+		users, ok := store.(backend.UserTransactions)
+		if !ok {
+			return nil, nil, errors.Join(errNoUserTransactions, store.Close())
+		}
+		txGuard, err := openTxGuarded(ctx, users)
+		if err != nil {
+			return nil, nil, errors.Join(err, store.Close())
+		}
+		store, guarded = withFence{store, txGuard.fence}, txGuard
 	}
 	if f.receiver != nil {
 		receiver = f.receiver(store)
 	}
-	guarded := store.Guarded()
 	if f.guarded != nil {
 		guarded = f.guarded(store)
 	}

@@ -32,6 +32,9 @@ func TestExploreFindsWhatEachProtocolPromises(t *testing.T) {
 	if txFence := byProtocol[TxFenceProtocol]; !reflect.DeepEqual(withoutName(txFence), withoutName(fenced)) {
 		t.Errorf("the in-transaction fence found %+v; want the built-in fenced receiver's figures %+v", txFence, fenced)
 	}
+	if txGuarded := byProtocol[TxGuardedProtocol]; !reflect.DeepEqual(withoutName(txGuarded), withoutName(guarded)) {
+		t.Errorf("the guarded write in the user's transaction found %+v; want the guarded receiver's figures %+v", txGuarded, guarded)
+	}
 	if unfenced.LostUpdates == 0 || unfenced.Violations.I5 == 0 {
 		t.Errorf("unfenced: %+v; want lost updates and I5 violations", unfenced)
 	}

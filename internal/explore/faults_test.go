@@ -48,6 +48,9 @@ func TestExploreCatchesEachBrokenPart(t *testing.T) {
 		{"gaps: a guarded receiver that does not look at the lease", GuardedProtocol, small,
 			faults{guarded: newBlindGuardedReceiver},
 			figuresWanted{schedules: 56, gaps: 10}},
+		{"gaps: the guarded write in the user's transaction without its lease check", TxGuardedProtocol, small,
+			faults{guarded: newBlindTxGuard},
+			figuresWanted{schedules: 56, gaps: 10}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"database/sql"
 
 	"leases"
 	"leases/internal/backend"
@@ -108,4 +109,19 @@ func (b blindGuardedReceiver) Write(ctx context.Context, held leases.Lease, _ in
 
 func (b blindGuardedReceiver) Read(ctx context.Context, resource string) (leases.Record, bool, error) {
 	return b.fenced.Read(ctx, resource)
+}
+
+// alwaysLive is a store's user transactions with the lease check dropped:
+// every lease is live.
+type alwaysLive struct{ backend.UserTransactions }
+
+func (alwaysLive) LiveIn(context.Context, *sql.Tx, leases.Lease, int64) (bool, error) {
+	return true, nil
+}
+
+// newBlindTxGuard is the guarded write in the user's transaction without
+// its look at the lease: the fence alone. It brings the gap back.
+func newBlindTxGuard(store backend.Store) leases.GuardedReceiver {
+	w := store.(withFence)
+	return &txGuarded{fence: w.fence, users: alwaysLive{w.Explorable.(backend.UserTransactions)}}
 }

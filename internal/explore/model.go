@@ -58,9 +58,19 @@ const (
 	// transaction of the user's own, on a database of the user's (apart
 	// from the backend's store); the fenced receiver's rule, in SQL.
 	TxFenceProtocol Protocol = "in-transaction-fence"
+	// TxGuardedProtocol: acquire, then write in a transaction of the
+	// user's own on the database that holds the leases: the lease checked
+	// live at the write's tick and package fence's Write, one
+	// transaction. Explored where the backend's store lets a user's
+	// transaction see the authority's rows (backend.UserTransactions).
+	TxGuardedProtocol Protocol = "guarded-in-transaction"
 )
 
-var protocols = []Protocol{Unfenced, Fenced, FenceBeforeActingProtocol, GuardedProtocol, TxFenceProtocol}
+var protocols = []Protocol{Unfenced, Fenced, FenceBeforeActingProtocol, GuardedProtocol, TxFenceProtocol, TxGuardedProtocol}
+
+// needsLease reports whether p's write needs the writer's whole lease
+// (the guarded ones check it), not its epoch alone.
+func (p Protocol) needsLease() bool { return p == GuardedProtocol || p == TxGuardedProtocol }
 
 // phase is where a worker is in its one try.
 type phase uint8
@@ -206,8 +216,8 @@ func (m *model) acquire(ctx context.Context, s modelState, i int) (modelState, s
 	s.seen[propOneLiveLease] = s.seen[propOneLiveLease] || s.clock < s.maxExpiry
 	s.maxGranted, s.maxExpiry = max(s.maxGranted, lease.Epoch), max(s.maxExpiry, lease.ExpiresAt)
 	s.phases[i], s.epochs[i] = holding, lease.Epoch
-	if m.protocol == GuardedProtocol {
-		// Only the guarded write needs the whole lease. The other
+	if m.protocol.needsLease() {
+		// Only the guarded writes need the whole lease. The other
 		// protocols' futures do not depend on it, so their states are not
 		// split by it.
 		s.grants[i], s.expiries[i] = lease.GrantedAt, lease.ExpiresAt
@@ -237,7 +247,7 @@ func (m *model) write(ctx context.Context, s modelState, i int) (modelState, str
 	before := s.receiver
 	var result leases.WriteResult
 	var err error
-	if m.protocol == GuardedProtocol {
+	if m.protocol.needsLease() {
 		held := leases.Lease{Resource: modelResource, Holder: workerName(i), Epoch: epoch, GrantedAt: s.grants[i], ExpiresAt: s.expiries[i]}
 		result, err = m.guarded.Write(ctx, held, s.clock, value)
 	} else {

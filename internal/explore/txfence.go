@@ -19,6 +19,8 @@ import (
 type txFence struct {
 	db    *sql.DB
 	table *fence.Prepared
+	// shared is set when db is the backend store's, which closes it.
+	shared bool
 }
 
 var _ leases.Receiver = (*txFence)(nil)
@@ -30,6 +32,15 @@ func openTxFence(ctx context.Context) (*txFence, error) {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
+	f, err := fenceOn(ctx, db)
+	if err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	return f, nil
+}
+
+// fenceOn creates the fence table in db and prepares its statements.
+func fenceOn(ctx context.Context, db *sql.DB) (*txFence, error) {
 	table, err := fence.New(fence.SQLite, fence.DefaultTable)
 	if err == nil {
 		err = table.Create(ctx, db)
@@ -39,7 +50,7 @@ func openTxFence(ctx context.Context) (*txFence, error) {
 		prepared, err = table.Prepare(ctx, db)
 	}
 	if err != nil {
-		return nil, errors.Join(err, db.Close())
+		return nil, err
 	}
 	return &txFence{db: db, table: prepared}, nil
 }
@@ -124,7 +135,12 @@ func (f *txFence) restore(ctx context.Context, snapshot []byte) error {
 	return err
 }
 
-func (f *txFence) close() error { return errors.Join(f.table.Close(), f.db.Close()) }
+func (f *txFence) close() error {
+	if f.shared {
+		return f.table.Close()
+	}
+	return errors.Join(f.table.Close(), f.db.Close())
+}
 
 // withFence is a backend's explorable store together with a user's fence
 // database: one state, snapshot and restored as one.
@@ -153,4 +169,49 @@ func (w withFence) Restore(ctx context.Context, snapshot []byte) error {
 	return errors.Join(w.Explorable.Restore(ctx, both[0]), w.fence.restore(ctx, both[1]))
 }
 
-func (w withFence) Close() error { return errors.Join(w.Explorable.Close(), w.fence.close()) }
+func (w withFence) Close() error { return errors.Join(w.fence.close(), w.Explorable.Close()) }
+
+// errNoUserTransactions reports a backend whose store cannot run the
+// guarded write in the user's transaction.
+var errNoUserTransactions = errors.New("the backend's store has no user transactions")
+
+// txGuarded is the guarded write in the user's transaction: the fence
+// table of package fence kept in the database that holds the leases, and
+// each write one transaction of the user's that checks the writer's lease
+// is live at the write's tick and then offers the write to the fence.
+type txGuarded struct {
+	fence *txFence
+	users backend.UserTransactions
+}
+
+var _ leases.GuardedReceiver = (*txGuarded)(nil)
+
+func openTxGuarded(ctx context.Context, users backend.UserTransactions) (*txGuarded, error) {
+	f, err := fenceOn(ctx, users.UserDB())
+	if err != nil {
+		return nil, err
+	}
+	// Closing the store closes the database: the fence's close is only
+	// its statements'.
+	return &txGuarded{fence: &txFence{db: f.db, table: f.table, shared: true}, users: users}, nil
+}
+
+// Write is one user's transaction: the lease check, then the fence.
+func (g *txGuarded) Write(ctx context.Context, held leases.Lease, now int64, value string) (leases.WriteResult, error) {
+	return inTx(ctx, g.fence.db, func(tx *sql.Tx) (leases.WriteResult, error) {
+		live, err := g.users.LiveIn(ctx, tx, held, now)
+		if err != nil {
+			return leases.WriteResult{}, err
+		}
+		if !live {
+			record, _, err := g.fence.table.Read(ctx, tx, held.Resource)
+			return leases.WriteResult{Outcome: leases.NotLive, Record: record}, err
+		}
+		return g.fence.table.Write(ctx, tx, held.Resource, held.Epoch, value)
+	})
+}
+
+// Read is the fence's record, in a transaction of its own.
+func (g *txGuarded) Read(ctx context.Context, resource string) (leases.Record, bool, error) {
+	return g.fence.Read(ctx, resource)
+}

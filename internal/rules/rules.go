@@ -56,10 +56,7 @@ func At(now int64) TickFunc {
 // refused as invalid input.
 func Clock(now func() int64) TickFunc {
 	return func(row LeaseRow, found bool, ttl int64) (int64, error) {
-		tick := now()
-		if found {
-			tick = max(tick, row.LastTick)
-		}
+		tick := NotBefore(row, found, now())
 		if err := CheckTick(tick); err != nil {
 			return 0, err
 		}
@@ -70,6 +67,16 @@ func Clock(now func() int64) TickFunc {
 		}
 		return tick, nil
 	}
+}
+
+// NotBefore is the tick of a decision on an authority's own clock, given
+// the clock's reading: the reading, but never earlier than the row's last
+// change.
+func NotBefore(row LeaseRow, found bool, clock int64) int64 {
+	if found {
+		return max(clock, row.LastTick)
+	}
+	return clock
 }
 
 // Acquire decides an acquire of resource by holder at tick now for ttl
@@ -203,14 +210,27 @@ func Admit(stored leases.Record, found bool, epoch int64) leases.WriteResult {
 // its resource at now (row and found are the authority's state, read in
 // the same transaction), and otherwise what a fenced receiver does.
 func Guarded(row LeaseRow, found bool, held leases.Lease, now int64, stored leases.Record, storedFound bool, value string) (leases.WriteResult, error) {
-	if !found || !row.Held || row.Epoch != held.Epoch || row.Holder != held.Holder {
-		return leases.WriteResult{Outcome: leases.NotLive, Record: stored}, nil
-	}
-	if err := checkNotBackwards(held.Resource, row, now); err != nil {
+	live, err := LiveFor(row, found, held, now)
+	switch {
+	case err != nil:
 		return leases.WriteResult{}, err
-	}
-	if !row.LiveAt(now) {
+	case !live:
 		return leases.WriteResult{Outcome: leases.NotLive, Record: stored}, nil
 	}
 	return Write(leases.Fenced, stored, storedFound, held.Epoch, value), nil
+}
+
+// LiveFor decides whether held is the authority's live lease at tick now,
+// given the resource's row (read in the same transaction): false when the
+// row holds another tenure, none, or held's tenure expired or released;
+// a refusal (ErrTickBackwards) when held's tenure is the row's and now is
+// behind the row's last change.
+func LiveFor(row LeaseRow, found bool, held leases.Lease, now int64) (bool, error) {
+	if !found || !row.Held || row.Epoch != held.Epoch || row.Holder != held.Holder {
+		return false, nil
+	}
+	if err := checkNotBackwards(held.Resource, row, now); err != nil {
+		return false, err
+	}
+	return row.LiveAt(now), nil
 }

@@ -123,3 +123,32 @@ func First(errs ...error) error {
 	}
 	return nil
 }
+
+// MaxTableNameBytes is PostgreSQL's identifier length (NAMEDATALEN - 1):
+// a longer name would be truncated, silently, to another name.
+const MaxTableNameBytes = 63
+
+// CheckTableName refuses a table name (kind says which, in the message)
+// that is not a plain identifier: lower-case ASCII letters, digits and
+// underscores, not starting with a digit nor with "sqlite_" (SQLite
+// reserves those), at most MaxTableNameBytes. Such a name is written into
+// SQL, so nothing else may reach it; lower case because PostgreSQL folds
+// unquoted names to it.
+func CheckTableName(kind, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: %s is empty", leases.ErrInvalidInput, kind)
+	case len(name) > MaxTableNameBytes:
+		return fmt.Errorf("%w: %s is %d bytes, more than %d", leases.ErrInvalidInput, kind, len(name), MaxTableNameBytes)
+	case name[0] >= '0' && name[0] <= '9':
+		return fmt.Errorf("%w: %s %q starts with a digit", leases.ErrInvalidInput, kind, name)
+	case strings.HasPrefix(name, "sqlite_"):
+		return fmt.Errorf("%w: %s %q starts with sqlite_, reserved by SQLite", leases.ErrInvalidInput, kind, name)
+	}
+	for _, c := range name {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return fmt.Errorf("%w: %s %q has %q: only a-z, 0-9 and _ are allowed", leases.ErrInvalidInput, kind, name, c)
+		}
+	}
+	return nil
+}

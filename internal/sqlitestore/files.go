@@ -88,10 +88,10 @@ func (s *Store) checkFiles() error {
 	for _, f := range s.files {
 		now, err := os.Stat(f.path)
 		if err != nil {
-			return fmt.Errorf("%w: %s: %w", leases.ErrDatabaseMoved, f.path, err)
+			return fmt.Errorf("%w: %s: %w", ErrDatabaseMoved, f.path, err)
 		}
 		if !os.SameFile(now, f.info) {
-			return fmt.Errorf("%w: %s is another file now", leases.ErrDatabaseMoved, f.path)
+			return fmt.Errorf("%w: %s is another file now", ErrDatabaseMoved, f.path)
 		}
 	}
 	return nil

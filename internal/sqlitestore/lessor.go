@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"leases"
@@ -73,3 +74,33 @@ func (l *Lessor) Holder(ctx context.Context, resource string) (leases.Lease, boo
 func (l *Lessor) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
 	return l.auth.Changed(ctx, resource)
 }
+
+// UserTx runs fn in one BEGIN IMMEDIATE transaction on the store's
+// connection and commits it if fn succeeds: the user's own transaction on
+// the leases file, with the errors of every operation (see inTransaction).
+func (s *Store) UserTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inTransaction(ctx, fn)
+}
+
+// LiveIn reports whether held is the live lease, at the tick tick decides,
+// on the rows tx sees: the lease check of a guarded write in the user's
+// transaction. Inside the store's transaction it holds the file's write
+// lock, so the answer stays true until the transaction ends.
+func (a *Authority) LiveIn(ctx context.Context, tx *sql.Tx, held leases.Lease, tick rules.TickFunc) (bool, error) {
+	row, found, err := a.read(ctx, tx, held.Resource)
+	if err != nil {
+		return false, err
+	}
+	now, err := tick(row, found, 0)
+	if err != nil {
+		return false, err
+	}
+	return rules.LiveFor(row, found, held, now)
+}
+
+// Tick is the lessor's clock as a rules.TickFunc.
+func (l *Lessor) Tick() rules.TickFunc { return l.tick }
+
+// DB is the store's one connection, for the explorer's user transactions
+// on the store's own file (the guarded write in the user's transaction).
+func (s *Store) DB() *sql.DB { return s.db }

@@ -34,7 +34,7 @@ func TestEveryEntryRefusesAfterAnUnknownOutcome(t *testing.T) {
 		{"snapshot", func() error { _, err := s.Snapshot(ctx); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.call(); !errors.Is(err, leases.ErrReopenRequired) {
+			if err := tc.call(); !errors.Is(err, ErrReopenRequired) {
 				t.Fatalf("%v; want ErrReopenRequired", err)
 			}
 		})

@@ -30,6 +30,20 @@ const DefaultBusyTimeout = 10 * time.Second
 // change to a lease (see Authority.Changed).
 const DefaultWatchInterval = 10 * time.Millisecond
 
+// The store's own errors, each matching leases.ErrStoreUnusable: after
+// either, the store answers nothing more (package leases/sqlite documents
+// them).
+var (
+	ErrDatabaseMoved  error = &unusable{"database file deleted or replaced"}
+	ErrReopenRequired error = &unusable{"store must be reopened"}
+)
+
+// unusable is a reason the store can answer no more.
+type unusable struct{ reason string }
+
+func (e *unusable) Error() string { return e.reason }
+func (e *unusable) Unwrap() error { return leases.ErrStoreUnusable }
+
 // Config is how a store opens its file.
 type Config struct {
 	// BusyTimeout bounds how long an operation waits for another

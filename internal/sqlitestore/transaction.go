@@ -51,7 +51,7 @@ func (s *Store) inTransaction(ctx context.Context, fn func(*sql.Tx) error) error
 // this process's view of the file may then differ from the file.
 func (s *Store) usable() error {
 	if failed := s.failed.Load(); failed != nil {
-		return fmt.Errorf("%w: an earlier commit's outcome is unknown (%v)", leases.ErrReopenRequired, *failed)
+		return fmt.Errorf("%w: an earlier commit's outcome is unknown (%v)", ErrReopenRequired, *failed)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"leases"
+	"leases/sqlite"
 )
 
 // The environment of a worker process: the backend it opens a store on,
@@ -78,9 +79,9 @@ var sentinels = map[string]error{
 	"lease-held":        leases.ErrLeaseHeld,
 	"lease-expired":     leases.ErrLeaseExpired,
 	"not-holder":        leases.ErrNotHolder,
-	"database-moved":    leases.ErrDatabaseMoved,
+	"database-moved":    sqlite.ErrDatabaseMoved,
 	"outcome-unknown":   leases.ErrOutcomeUnknown,
-	"reopen-required":   leases.ErrReopenRequired,
+	"reopen-required":   sqlite.ErrReopenRequired,
 	"context-canceled":  context.Canceled,
 	"deadline-exceeded": context.DeadlineExceeded,
 }

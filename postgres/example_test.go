@@ -1,0 +1,120 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+
+	"leases/fence"
+	"leases/internal/fencetest"
+	"leases/postgres"
+	"leases/postgres/pgtest"
+	"leases/session"
+)
+
+// work does one job under its lease, with nothing but PostgreSQL: it
+// waits for the job's lease (timed by the server's clock), begins a live
+// tenure in the same database, and writes the job's rows in transactions
+// that commit only while the lease is live on the server's clock and its
+// epoch is the newest the fence has seen, under a context that ends when
+// the session may have lost the lease. A holder paused inside such a
+// transaction cannot commit after the next holder was granted. Every
+// error is returned: none is dropped.
+func work(ctx context.Context, lessor *postgres.ServerClock, db *sql.DB, fences *fence.Table, job, worker string) error {
+	return session.Do(ctx, lessor, job, worker, session.Options{TTL: 10 * time.Second},
+		func(ctx context.Context, s *session.Session) error {
+			tenure, err := lessor.LiveTenure(ctx, db, fences, s.Lease())
+			if err != nil {
+				return err // not live, superseded already, or the database failed
+			}
+			for _, line := range []string{"hours", "travel"} {
+				// ... the work for this line, under ctx ...
+				err := tenure.Tx(ctx, nil, func(tx *sql.Tx) error {
+					_, err := tx.ExecContext(ctx, `INSERT INTO invoice_lines (job, line, epoch) VALUES ($1, $2, $3)`,
+						job, line, s.Epoch())
+					return err
+				})
+				if err != nil {
+					return err // postgres.ErrNotLive, fence.ErrSuperseded, the session's end, or a failure
+				}
+			}
+			return nil
+		})
+}
+
+// open opens what work needs in one PostgreSQL database: the leases, on
+// the server's clock, and the fence table beside the service's own
+// tables. The DSN should bound a paused holder's open transaction, which
+// holds back the next holder's grant (idle_in_transaction_session_timeout,
+// here as a pgx runtime parameter; or set it for the role).
+func open(ctx context.Context, dsn string) (*postgres.ServerClock, *sql.DB, *fence.Table, error) {
+	db, err := sql.Open("pgx", dsn+" idle_in_transaction_session_timeout=5s")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store, err := postgres.New(db, postgres.Options{})
+	if err == nil {
+		err = store.Create(ctx) // once, at setup
+	}
+	var fences *fence.Table
+	if err == nil {
+		fences, err = fence.New(fence.PostgreSQL, fence.DefaultTable)
+	}
+	if err == nil {
+		err = fences.Create(ctx, db) // once, at setup
+	}
+	if err != nil {
+		return nil, nil, nil, errors.Join(err, db.Close())
+	}
+	return store.Lessor(), db, fences, nil
+}
+
+// The example runs: two workers, each with a database handle of its own
+// (as two processes), do the same job one after the other, at epochs 1
+// and 2, and every row they wrote commits.
+func TestExampleWork(t *testing.T) {
+	ctx := fencetest.Context(t)
+	dsn := pgtest.Shared(t).DSN("postgres")
+	job := fmt.Sprintf("invoice-%d", stores.Add(1)) // a job of this run's own
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, worker := range []string{"worker-1", "worker-2"} {
+		lessor, db, fences, err := open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS invoice_lines (job text, line text, epoch bigint)`); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { errs[i] = work(ctx, lessor, db, fences, job, worker) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	db := database(t, 1)
+	rows, err := db.QueryContext(ctx, `SELECT line || '@' || epoch FROM invoice_lines WHERE job = $1 ORDER BY epoch, line`, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var row string
+		if err := rows.Scan(&row); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, row)
+	}
+	if want := []string{"hours@1", "travel@1", "hours@2", "travel@2"}; !slices.Equal(got, want) {
+		t.Fatalf("rows %q; want %q", got, want)
+	}
+}

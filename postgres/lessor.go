@@ -1,0 +1,130 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"leases"
+	"leases/internal/rules"
+)
+
+// ServerClock is a store's lease authority on the PostgreSQL server's
+// clock: no caller says what time it is. Each decision reads the server's
+// clock_timestamp(), in milliseconds since the Unix epoch, inside its
+// transaction and after it has locked the resource's row, and takes the
+// later of that and the row's last change as the decision's tick: a
+// server clock stepped back cannot make a tick run backwards (the lease
+// then lasts longer by the step, never shorter), so a decision is never
+// refused with ErrTickBackwards. The ticks in the leases it returns are
+// the server's milliseconds.
+//
+// Holders on machines whose clocks disagree by seconds still never hold
+// a resource at once: the server alone decides when a lease expires, and
+// a holder's session (package leases/session) ends on the holder's own
+// clock, counting the time-to-live from when it sent the request that
+// granted or renewed the lease, less its margin: only the rate of the
+// holder's clock matters there, not its offset.
+//
+// It implements leases.Lessor and leases.Watcher; its AdmitLive and
+// LiveTenure check a lease in a transaction of yours.
+type ServerClock struct {
+	store *Store
+}
+
+var (
+	_ leases.Lessor  = (*ServerClock)(nil)
+	_ leases.Watcher = (*ServerClock)(nil)
+)
+
+// Acquire implements [leases.Lessor.Acquire]: a time-to-live below a
+// millisecond is invalid input.
+func (l *ServerClock) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
+	ticks, err := rules.CheckDuration(ttl)
+	if err == nil {
+		err = rules.First(rules.CheckName("resource", resource), rules.CheckName("holder", holder))
+	}
+	if err != nil {
+		return leases.Lease{}, err
+	}
+	var granted leases.Lease
+	var now int64
+	err = l.store.decide(ctx, resource, lockGrant, func(row rules.LeaseRow, found bool, clock int64) (next rules.LeaseRow, err error) {
+		now = rules.NotBefore(row, found, clock)
+		if err := rules.CheckTTL(now, ticks); err != nil {
+			return rules.LeaseRow{}, err
+		}
+		next, granted, err = rules.Acquire(row, found, resource, holder, now, ticks)
+		return next, err
+	})
+	if err != nil && now == 0 {
+		// Failed before the server's clock was read: no tick to name.
+		return leases.Lease{}, fmt.Errorf("acquire %q for %q: %w", resource, holder, err)
+	}
+	return rules.Granted(granted, err, resource, holder, now)
+}
+
+// Renew implements [leases.Lessor.Renew].
+func (l *ServerClock) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
+	ticks, err := rules.CheckDuration(ttl)
+	if err == nil {
+		err = rules.CheckHeld(held, 0)
+	}
+	if err != nil {
+		return leases.Lease{}, err
+	}
+	var renewed leases.Lease
+	err = l.store.decide(ctx, held.Resource, lockRenew, func(row rules.LeaseRow, found bool, clock int64) (next rules.LeaseRow, err error) {
+		now := rules.NotBefore(row, found, clock)
+		if err := rules.CheckTTL(now, ticks); err != nil {
+			return rules.LeaseRow{}, err
+		}
+		next, renewed, err = rules.Renew(row, found, held, now, ticks)
+		return next, err
+	})
+	if err != nil {
+		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, err)
+	}
+	return renewed, nil
+}
+
+// Release implements [leases.Lessor.Release].
+func (l *ServerClock) Release(ctx context.Context, held leases.Lease) error {
+	if err := rules.CheckHeld(held, 0); err != nil {
+		return err
+	}
+	err := l.store.decide(ctx, held.Resource, lockRenew, func(row rules.LeaseRow, found bool, clock int64) (rules.LeaseRow, error) {
+		return rules.Release(row, found, held, rules.NotBefore(row, found, clock))
+	})
+	if err != nil {
+		return fmt.Errorf("release %q for %q: %w", held.Resource, held.Holder, err)
+	}
+	return nil
+}
+
+// Holder implements [leases.Lessor.Holder] with one statement, which
+// takes no lock.
+func (l *ServerClock) Holder(ctx context.Context, resource string) (leases.Lease, bool, error) {
+	if err := rules.CheckName("resource", resource); err != nil {
+		return leases.Lease{}, false, err
+	}
+	row, found, clock, err := l.store.peek(ctx, resource)
+	if err != nil {
+		return leases.Lease{}, false, fmt.Errorf("holder of %q: %w", resource, rules.BeforeCommit(ctx, err))
+	}
+	lease, live := rules.Holder(row, found, resource, rules.NotBefore(row, found, clock))
+	return lease, live, nil
+}
+
+// Changed implements [leases.Watcher]. PostgreSQL can tell a session of
+// another's commit (LISTEN/NOTIFY), but database/sql cannot receive such
+// a notification: that takes a connection of the driver's own (pgx's
+// WaitForNotification, lib/pq's Listener), and this store speaks
+// database/sql only. So a waiter reads the resource's row every
+// Options.WatchInterval, with a statement that takes no lock: any
+// process's grant, renewal or release closes the channel at the next
+// read. The reads decide nothing; the waiter then acquires in a
+// transaction of its own.
+func (l *ServerClock) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
+	return l.store.changed(ctx, resource)
+}

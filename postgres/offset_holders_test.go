@@ -1,0 +1,131 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"leases"
+	"leases/clock"
+	"leases/internal/fencetest"
+	"leases/postgres"
+	"leases/session"
+)
+
+// Two holders whose clocks disagree (one ahead by the offset, the other
+// behind by it) take turns on one resource, each beginning to wait once
+// the other was granted, and each holding until its
+// session ends on its own clock with its renewals failing (a holder that
+// stopped), so that the next is granted only when the lease runs out at
+// the authority. On the server's clock their tenures never overlap,
+// however far apart their clocks are: the server alone times the lease,
+// and each session counts from when its request was sent. On the
+// holders' own clocks (clock.Lessor), the behind holder's lease runs out,
+// by the ahead holder's ticks, early: its tenure and the next overlap by
+// about twice the offset less the margin.
+func TestOffsetClocksOnTheServersClockNeverOverlap(t *testing.T) {
+	const ttl, margin = 100 * time.Millisecond, 20 * time.Millisecond
+	for _, c := range []struct {
+		serverClock bool
+		offset      time.Duration
+	}{{true, 0}, {true, 50 * time.Millisecond}, {true, 2 * time.Second}, {false, 0}, {false, 25 * time.Millisecond}, {false, 50 * time.Millisecond}} {
+		mode := "the holders' clocks"
+		if c.serverClock {
+			mode = "the server's clock"
+		}
+		t.Run(fmt.Sprintf("%s, offset ±%v", mode, c.offset), func(t *testing.T) {
+			ctx := fencetest.Context(t)
+			store := newStore(t, database(t, 0).DB, postgres.Options{WatchInterval: time.Millisecond})
+			var mu sync.Mutex
+			var tenures []tenure
+			var wg sync.WaitGroup
+			// Each waits for its turn: the other's grant. The behind
+			// holder goes first.
+			turns := [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}
+			turns[1] <- struct{}{}
+			for i, name := range []string{"ahead", "behind"} {
+				clk := offsetClock(c.offset)
+				if i == 1 {
+					clk = -clk
+				}
+				side := sameStore(t, store, database(t, 0).DB, postgres.Options{WatchInterval: time.Millisecond})
+				var lessor leases.Lessor = side.Lessor()
+				if !c.serverClock {
+					lessor = clock.Lessor(side.Authority(), clk)
+				}
+				lessor = stopped{lessor}
+				wg.Go(func() {
+					for range 3 {
+						<-turns[i]
+						s, err := session.Wait(ctx, lessor, "r", name, session.Options{TTL: ttl, Margin: margin, Clock: clk})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						turns[1-i] <- struct{}{}
+						began := time.Now()
+						<-s.Done()
+						mu.Lock()
+						tenures = append(tenures, tenure{name, s.Epoch(), began, time.Now()})
+						mu.Unlock()
+						_ = s.Close(ctx) // fails: the lease runs out at the authority
+					}
+				})
+			}
+			wg.Wait()
+			slices.SortFunc(tenures, func(a, b tenure) int { return a.began.Compare(b.began) })
+			overlaps, worst := 0, time.Duration(0)
+			for i := 1; i < len(tenures); i++ {
+				if over := tenures[i-1].ended.Sub(tenures[i].began); over > 0 {
+					overlaps++
+					worst = max(worst, over)
+				}
+			}
+			t.Logf("%d tenures, %d overlapping the next, by up to %v", len(tenures), overlaps, worst.Round(time.Millisecond))
+			switch {
+			case c.serverClock && overlaps > 0:
+				t.Errorf("on the server's clock, %d tenures overlapped the next, by up to %v: %+v", overlaps, worst, tenures)
+			case !c.serverClock && 2*c.offset > margin && overlaps == 0:
+				t.Errorf("on the holders' clocks %v apart no tenure overlapped: the test cannot see an overlap", 2*c.offset)
+			}
+		})
+	}
+}
+
+// tenure is one holder's time with the lease, by the test's clock: from
+// its grant to its session's end.
+type tenure struct {
+	holder       string
+	epoch        int64
+	began, ended time.Time
+}
+
+// offsetClock is the wall clock offset by a duration: a machine whose
+// clock is ahead (positive) or behind.
+type offsetClock time.Duration
+
+func (o offsetClock) Now() int64 { return clock.Wall{}.Now() + time.Duration(o).Milliseconds() }
+
+func (o offsetClock) Wait(ctx context.Context, tick int64) error {
+	return clock.Wall{}.Wait(ctx, tick-time.Duration(o).Milliseconds())
+}
+
+// stopped is a lessor whose holder has stopped renewing and releasing:
+// its lease runs out at the authority.
+type stopped struct{ leases.Lessor }
+
+var errStopped = errors.New("the holder stopped")
+
+func (stopped) Renew(context.Context, leases.Lease, time.Duration) (leases.Lease, error) {
+	return leases.Lease{}, errStopped
+}
+
+func (stopped) Release(context.Context, leases.Lease) error { return errStopped }
+
+func (s stopped) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
+	return s.Lessor.(leases.Watcher).Changed(ctx, resource)
+}

@@ -1,0 +1,131 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"leases"
+	"leases/internal/rules"
+)
+
+// errLostInsert reports that a resource's first row, decided on while
+// the resource had none, met a row that another transaction inserted
+// meanwhile: nothing was written, and the decision is made again, in a
+// new transaction, on that row.
+var errLostInsert = errors.New("another transaction inserted the resource's first row first")
+
+// maxLostInserts bounds the decisions made again after errLostInsert. A
+// row is never deleted, so the second decision finds it; only rows
+// deleted by hand could make it happen again.
+const maxLostInserts = 3
+
+// inTx runs fn in one transaction of the store's isolation level, and
+// commits it when fn says so (a decision that changes nothing rolls
+// back). A transaction that PostgreSQL refused to commit as it stood (a
+// serialization failure or a deadlock) is tried again, up to the store's
+// Retries, and one whose first row lost a race (errLostInsert) too: each
+// try is a new transaction that committed nothing before. The error says
+// which of three things happened: fn refused (a refusal, see
+// leases.IsRefusal); something failed before COMMIT was sent, so nothing
+// changed; or the COMMIT was sent and failed, so the outcome is unknown
+// (leases.ErrOutcomeUnknown).
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) (commit bool, err error)) error {
+	lost, failed := 0, 0
+	for {
+		err := once(ctx, s.db, &sql.TxOptions{Isolation: s.isolation}, fn)
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return err
+		case errors.Is(err, errLostInsert) && lost < maxLostInserts:
+			lost++
+		case IsSerializationFailure(err) && failed < s.retries:
+			failed++
+		case IsSerializationFailure(err):
+			return fmt.Errorf("tried %d times: %w", failed+1, err)
+		default:
+			return err
+		}
+	}
+}
+
+// once runs fn in one transaction of db and commits it when fn says so,
+// telling a refusal, a failure before commit and an unknown outcome
+// apart (see inTx). It makes no second try.
+func once(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *sql.Tx) (commit bool, err error)) error {
+	step(ctx, "begin")
+	tx, err := db.BeginTx(ctx, opts)
+	if err != nil {
+		return rules.BeforeCommit(ctx, fmt.Errorf("begin: %w", err))
+	}
+	commit, err := fn(tx)
+	if err != nil {
+		step(ctx, "rollback")
+		return rules.BeforeCommit(ctx, rolledBack(err, tx.Rollback()))
+	}
+	if !commit {
+		// A decision that changes nothing: whether the rollback
+		// arrives or not, nothing was committed.
+		step(ctx, "rollback")
+		_ = tx.Rollback()
+		return nil
+	}
+	if ctx.Err() != nil {
+		// Ended before the commit was sent: nothing committed.
+		_ = tx.Rollback()
+		return rules.BeforeCommit(ctx, errors.New("not committed"))
+	}
+	step(ctx, "commit")
+	if err := tx.Commit(); err != nil {
+		switch {
+		case ctx.Err() != nil && (errors.Is(err, sql.ErrTxDone) || err == ctx.Err()):
+			// database/sql rolled the transaction back, or refused to
+			// send the commit, because ctx ended: nothing committed.
+			return rules.BeforeCommit(ctx, errors.New("not committed"))
+		case IsSerializationFailure(err):
+			// The server answered that it rolled the transaction back
+			// rather than commit it: nothing committed.
+			return fmt.Errorf("commit refused, nothing committed: %w", err)
+		}
+		return fmt.Errorf("%w: commit failed: %w", leases.ErrOutcomeUnknown, rules.WithContext(ctx, err))
+	}
+	return nil
+}
+
+// IsSerializationFailure reports whether err is PostgreSQL's answer that
+// a transaction could not go on as it stood and was rolled back:
+// SQLSTATE 40001 (serialization_failure, under REPEATABLE READ and
+// SERIALIZABLE) or 40P01 (deadlock_detected). Nothing of that
+// transaction is committed, and it may be tried again as a whole. It
+// reads the SQLSTATE of driver errors that have a SQLState() string
+// method (pgx's *pgconn.PgError and lib/pq's *pq.Error have).
+func IsSerializationFailure(err error) bool {
+	var coded interface{ SQLState() string }
+	if !errors.As(err, &coded) {
+		return false
+	}
+	code := coded.SQLState()
+	return code == "40001" || code == "40P01"
+}
+
+// rolledBack is err, the failure that ended a transaction, with its
+// rollback's failure, if any, on the same line.
+func rolledBack(err, rollback error) error {
+	if rollback == nil || errors.Is(rollback, sql.ErrTxDone) {
+		return err
+	}
+	return fmt.Errorf("%w (and the rollback failed: %v)", err, rollback)
+}
+
+// stepKey is the context key of a hook that a test sets to run before
+// each step of a store's transaction ("begin", "lock", "write", "commit",
+// "rollback"): the interleaving tests hold each step until they let it
+// go. Nothing else sets it.
+type stepKey struct{}
+
+func step(ctx context.Context, name string) {
+	if hook, ok := ctx.Value(stepKey{}).(func(string)); ok {
+		hook(name)
+	}
+}
