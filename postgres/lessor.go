@@ -26,8 +26,8 @@ import (
 // granted or renewed the lease, less its margin: only the rate of the
 // holder's clock matters there, not its offset.
 //
-// It implements leases.Lessor and leases.Watcher; its AdmitLive and
-// LiveTenure check a lease in a transaction of yours.
+// It implements leases.Lessor, leases.Watcher and leases.Lister; its
+// AdmitLive and LiveTenure check a lease in a transaction of yours.
 type ServerClock struct {
 	store *Store
 }
