@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 
@@ -13,7 +12,8 @@ import (
 )
 
 // The etcd store: each lease an etcd lease, whose time-to-live etcd's
-// leader counts (etcd.Store.Lessor); --prefix chooses the keys.
+// leader counts (etcd.Store.Lessor); --prefix chooses the keys (empty:
+// etcd.DefaultPrefix).
 func init() {
 	register(&backend{
 		name:  "etcd",
@@ -22,20 +22,14 @@ func init() {
 		clock: "this machine's clock; etcd's leader decides",
 		note: "etcd's leader decides, and says the whole seconds left: each expiry is this machine's clock " +
 			"plus that, plus a second, a bound the lease ends before",
-		local:    true,
-		bound:    true,
-		own:      []string{"prefix"},
-		synopsis: "[--prefix P]",
-		flags: func(fs *flag.FlagSet) opener {
-			prefix := fs.String("prefix", etcd.DefaultPrefix, "with --etcd: the key prefix the leases are kept under")
-			return func(ctx context.Context, endpoints string, o openOptions) (*store, error) {
-				return openEtcd(ctx, endpoints, *prefix, o)
-			}
-		},
+		local:  true,
+		bound:  true,
+		prefix: "the key prefix of the leases (default " + etcd.DefaultPrefix + ")",
+		open:   openEtcd,
 	})
 }
 
-func openEtcd(_ context.Context, endpoints, prefix string, o openOptions) (*store, error) {
+func openEtcd(_ context.Context, endpoints string, o openOptions) (*store, error) {
 	var list []string
 	for _, e := range strings.Split(endpoints, ",") {
 		if e = strings.TrimSpace(e); e == "" {
@@ -43,13 +37,10 @@ func openEtcd(_ context.Context, endpoints, prefix string, o openOptions) (*stor
 		}
 		list = append(list, e)
 	}
-	if prefix == "" {
-		return nil, usagef("--prefix is empty; the default is %s", etcd.DefaultPrefix)
-	}
 	// clientv3.New does not connect: the first call does, under its bound.
 	client, err := clientv3.New(clientv3.Config{Endpoints: list, DialTimeout: o.timeout, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client of %s: %w", endpoints, err)
 	}
-	return &store{raw: etcd.New(client, etcd.Options{Prefix: prefix}).Lessor(), close: client.Close}, nil
+	return &store{raw: etcd.New(client, etcd.Options{Prefix: o.prefix}).Lessor(), close: client.Close}, nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"io/fs"
 	"os"
 
@@ -20,7 +19,7 @@ func init() {
 		clock: "this machine's clock",
 		note:  "this machine's clock, which decides the SQLite file's leases",
 		local: true,
-		flags: func(*flag.FlagSet) opener { return openSQLite },
+		open:  openSQLite,
 	})
 }
 

@@ -41,9 +41,9 @@ func TestExitStatuses(t *testing.T) {
 		{"a command's help", nil, []string{"run", "-h"}, exitOK, `^$`},
 		{"unknown command", nil, []string{"steal", "held", store}, exitUsage, `unknown command "steal"`},
 		{"unknown flag", nil, []string{"holders", store, "--force"}, exitUsage, `flag provided but not defined: -force`},
-		{"no store", nil, []string{"holders"}, exitUsage, `no store: give --etcd ENDPOINTS \[--prefix P\] or --sqlite PATH, or set LEASES_STORE`},
+		{"no store", nil, []string{"holders"}, exitUsage, `no store: give --etcd ENDPOINTS \[--prefix P\] or --postgres DSN \[--prefix P\] or --sqlite PATH, or set LEASES_STORE`},
 		{"two stores", nil, []string{"holders", store, "--etcd", "127.0.0.1:1"}, exitUsage, `more than one store`},
-		{"prefix without etcd", nil, []string{"holders", store, "--prefix", "/x/"}, exitUsage, `--prefix is for --etcd`},
+		{"prefix without etcd", nil, []string{"holders", store, "--prefix", "/x/"}, exitUsage, `--prefix is for --etcd and --postgres; the store is --sqlite`},
 		{"bad LEASES_STORE", map[string]string{storeEnv: "mysql:x"}, []string{"holders"}, exitUsage, `LEASES_STORE="mysql:x": want one of`},
 		{"no timeout", nil, []string{"holders", store, "--timeout", "0s"}, exitUsage, `--timeout 0s`},
 		{"holders of a file that is not there", nil, []string{"holders", "--sqlite", db + ".typo"}, exitUsage, `no SQLite file at`},
@@ -202,7 +202,8 @@ func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"help"}, {"holders", "-h"}, {"acquire", "-h"}, {"renew", "--help"}, {"release", "-h"}, {"run", "-h"}} {
 		r := invoke(t, nil, args...)
 		if r.code != exitOK || r.stderr != "" || !strings.Contains(r.stdout, exitStatuses) ||
-			!strings.Contains(r.stdout, "--sqlite PATH") || !strings.Contains(r.stdout, "--etcd ENDPOINTS [--prefix P]") {
+			!strings.Contains(r.stdout, "--sqlite PATH") || !strings.Contains(r.stdout, "--etcd ENDPOINTS [--prefix P]") ||
+			!strings.Contains(r.stdout, "--postgres DSN [--prefix P]") {
 			t.Errorf("%q: %v; want the help, the stores and the exit statuses", args, r)
 		}
 	}

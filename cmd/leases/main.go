@@ -1,7 +1,8 @@
 // Command leases is the operator's tool for leases: who holds what and
 // until when, the explicit acquire, renew and release, and a command run
-// under a lease (like consul lock or flock(1)), on a SQLite file or an
-// etcd cluster, always on the store's own clock, never on the caller's.
+// under a lease (like consul lock or flock(1)), on a SQLite file, a
+// PostgreSQL database or an etcd cluster, always on the store's own
+// clock, never on the caller's.
 //
 //	leases holders --sqlite /var/lib/app/leases.db
 //	leases run nightly-report --etcd 10.0.0.1:2379 --ttl 30s --wait -- ./report.sh
@@ -15,7 +16,8 @@
 //
 // It is a module of its own, like cmd/run-experiment, so that a user of
 // the library alone never downloads what the command links. Each store
-// is one file (backend_sqlite.go, backend_etcd.go) that registers itself.
+// is one file (backend_sqlite.go, backend_postgres.go, backend_etcd.go)
+// that registers itself.
 package main
 
 import "os"

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +76,35 @@ func runsExcludeEachOther(t *testing.T, store ...string) {
 	got, err := os.ReadFile(log)
 	if err != nil || string(got) != "start 1\nend 1\nstart 2\nend 2\n" {
 		t.Fatalf("the CMDs' log: %q, %v; want A's tenure whole before B's", got, err)
+	}
+}
+
+// commandLine is a command line: the command, the store's flags, the rest.
+func commandLine(store []string, command string, args ...string) []string {
+	return append(append([]string{command}, store...), args...)
+}
+
+// runPassesTheLease: run on the store gives CMD the lease, exits with
+// CMD's status and releases the lease.
+func runPassesTheLease(t *testing.T, store []string) {
+	r := start(t, append(commandLine(store, "run", "jobs/r", "--holder", "runner", "--ttl", "5s", "--"), cmd(t, "env", "5")...)...).wait()
+	if r.code != 5 || r.stdout != "LEASES_RESOURCE=jobs/r LEASES_HOLDER=runner LEASES_EPOCH=1\n" {
+		t.Fatalf("run: %v; want CMD's status 5 and epoch 1", r)
+	}
+	if r := invoke(t, nil, commandLine(store, "holders", "jobs/r")...); !strings.Contains(r.stdout, "free") {
+		t.Fatalf("holders after run: %v; want jobs/r released", r)
+	}
+}
+
+// runStoppedWhenReleased: an operator's release of run's lease on the
+// store stops CMD, and run exits 4.
+func runStoppedWhenReleased(t *testing.T, store []string) {
+	p := start(t, append(commandLine(store, "run", "jobs/s", "--holder", "h", "--ttl", "3s", "--"), cmd(t, "hold")...)...)
+	p.expect(p.stdout, "started 1")
+	if r := invoke(t, nil, commandLine(store, "release", "jobs/s", "--holder", "h", "--epoch", "1")...); r.code != exitOK {
+		t.Fatalf("release: %v", r)
+	}
+	if r := p.wait(); r.code != exitLost || !strings.Contains(r.stderr, "the lease on jobs/s at epoch 1 ended before CMD did") {
+		t.Fatalf("run: %v; want exit 4", r)
 	}
 }

@@ -44,13 +44,11 @@ type backend struct {
 	// bound: an expiry the store reports is a bound above the real one,
 	// not the instant itself (etcd reports whole seconds left).
 	bound bool
-	// flags defines the backend's own flags on fs, besides --name, and
-	// returns what opens the store with them.
-	flags func(fs *flag.FlagSet) opener
-	// own names the flags that flags defines: refused with another store.
-	own []string
-	// synopsis shows them after --name ARG in the help, as [--flag X].
-	synopsis string
+	// prefix says what --prefix chooses in this store, with its default;
+	// empty for a store that takes no --prefix.
+	prefix string
+	// open opens the store.
+	open opener
 }
 
 // An opener opens the store at where (a path, endpoints, a DSN).
@@ -64,6 +62,8 @@ type openOptions struct {
 	// renew and release refuse a store that is not there, so that a
 	// mistyped path is an error rather than an empty new file.
 	create bool
+	// prefix is --prefix: empty for the store's default.
+	prefix string
 }
 
 // A store is an open store: its lessor and how to close it.
@@ -91,16 +91,20 @@ func register(b *backend) {
 type storeFlags struct {
 	fs      *flag.FlagSet
 	where   map[string]*string // by backend name
-	openers map[string]opener
+	prefix  string
 	timeout time.Duration
 }
 
 func defineStoreFlags(fs *flag.FlagSet) *storeFlags {
-	f := &storeFlags{fs: fs, where: map[string]*string{}, openers: map[string]opener{}}
+	f := &storeFlags{fs: fs, where: map[string]*string{}}
+	var prefixes []string
 	for _, b := range backends {
 		f.where[b.name] = fs.String(b.name, "", fmt.Sprintf("`%s`: %s", b.arg, b.help))
-		f.openers[b.name] = b.flags(fs)
+		if b.prefix != "" {
+			prefixes = append(prefixes, fmt.Sprintf("with --%s, %s", b.name, b.prefix))
+		}
 	}
+	fs.StringVar(&f.prefix, "prefix", "", strings.Join(prefixes, "; "))
 	fs.DurationVar(&f.timeout, "timeout", DefaultTimeout, "the bound on each call to the store (and on each wait for its lock or a connection)")
 	return f
 }
@@ -140,19 +144,15 @@ func (f *storeFlags) open(ctx context.Context, getenv func(string) string, creat
 	default:
 		return nil, usagef("more than one store: --%s and --%s; give one", chosen[0].name, chosen[1].name)
 	}
-	for _, other := range backends {
-		for _, name := range other.own {
-			if set[name] && other != b {
-				return nil, usagef("--%s is for --%s; the store is --%s", name, other.name, b.name)
-			}
-		}
+	if set["prefix"] && b.prefix == "" {
+		return nil, usagef("--prefix is for %s; the store is --%s", prefixed(), b.name)
 	}
 	if where == "" {
 		return nil, usagef("--%s needs a %s", b.name, b.arg)
 	}
 	ctx, cancel := boundCall(ctx, f.timeout)
 	defer cancel()
-	s, err := f.openers[b.name](ctx, where, openOptions{timeout: f.timeout, create: create})
+	s, err := b.open(ctx, where, openOptions{timeout: f.timeout, create: create, prefix: f.prefix})
 	if err != nil {
 		return nil, explained(ctx, err)
 	}
@@ -164,9 +164,29 @@ func (f *storeFlags) open(ctx context.Context, getenv func(string) string, creat
 func storeChoices() string {
 	var words []string
 	for _, b := range backends {
-		words = append(words, strings.TrimSpace("--"+b.name+" "+b.arg+" "+b.synopsis))
+		words = append(words, b.synopsis())
 	}
 	return strings.Join(words, " or ")
+}
+
+// synopsis is how the help names the store's flags: --name ARG, and
+// [--prefix P] where it takes one.
+func (b *backend) synopsis() string {
+	if b.prefix != "" {
+		return "--" + b.name + " " + b.arg + " [--prefix P]"
+	}
+	return "--" + b.name + " " + b.arg
+}
+
+// prefixed names the stores that take --prefix.
+func prefixed() string {
+	var words []string
+	for _, b := range backends {
+		if b.prefix != "" {
+			words = append(words, "--"+b.name)
+		}
+	}
+	return strings.Join(words, " and ")
 }
 
 func envChoices() string {

@@ -10,7 +10,7 @@ import (
 func mainUsage() string {
 	var stores strings.Builder
 	for _, b := range backends {
-		fmt.Fprintf(&stores, "  %s\n      %s\n", strings.TrimSpace("--"+b.name+" "+b.arg+" "+b.synopsis), b.help)
+		fmt.Fprintf(&stores, "  %s\n      %s\n", b.synopsis(), b.help)
 	}
 	return `Usage: leases COMMAND [RESOURCE...] [flags] [-- CMD ARG...]
 
@@ -61,8 +61,9 @@ const holdersUsage = `Usage: leases holders [RESOURCE...] [--json] STORE
 Who holds each named resource, at which epoch, and for how long: with no
 RESOURCE, every live lease. A free resource shows "free". Times are the
 store's clock, and the last line says whose it is: a SQLite file's leases
-are timed by this machine's clock; etcd's by its leader, which says only
-the whole seconds left, so an etcd expiry is an upper bound ("at most").
+are timed by this machine's clock; PostgreSQL's by the server's clock,
+which also counts the time left; etcd's by its leader, which says only the
+whole seconds left, so an etcd expiry is an upper bound ("at most").
 --json prints one object: {"store", "clock", "at_the_latest", "now",
 "leases": [{"resource", "holder", "epoch", "expires_at", "expires_in_ms"}],
 "free": [RESOURCE...]}. It changes nothing, and never creates a store.
@@ -82,7 +83,8 @@ const renewUsage = `Usage: leases renew RESOURCE --holder NAME --epoch N --ttl D
 Extend NAME's lease on RESOURCE at epoch N to D from now (never earlier
 than it expired before). Refused (exit 1) if the lease at N is not NAME's
 or has expired: a lease that ran out can only be acquired again, with a
-new epoch. etcd keeps the TTL the lease was granted with.
+new epoch. etcd keeps the TTL the lease was granted with. On PostgreSQL
+the time left is the server's to say: the line gives the expiry alone.
 `
 
 const releaseUsage = `Usage: leases release RESOURCE --holder NAME --epoch N [--json] STORE
