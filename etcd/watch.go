@@ -28,10 +28,17 @@ func (s *Store) watch(ctx context.Context, resource, key string) (<-chan struct{
 		defer close(changed)
 		defer cancel()
 		for resp := range events {
-			if len(resp.Events) > 0 || resp.Err() != nil {
-				return // a change, or a watch that broke: look again either way
+			if wakes(resp) {
+				return
 			}
 		}
 	}()
 	return changed, nil
+}
+
+// wakes reports whether a watch response ends a wait: a change, or a
+// watch that broke (look again either way), but not a progress
+// notification, which says only that nothing changed yet.
+func wakes(resp clientv3.WatchResponse) bool {
+	return len(resp.Events) > 0 || resp.Err() != nil
 }
