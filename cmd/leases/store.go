@@ -69,7 +69,6 @@ type openOptions struct {
 // A store is an open store: its lessor and how to close it.
 type store struct {
 	backend *backend
-	where   string
 	// raw is the backend's lessor, which may be a leases.Lister.
 	raw leases.Lessor
 	// lessor is raw with every call bounded by --timeout; a
@@ -156,7 +155,7 @@ func (f *storeFlags) open(ctx context.Context, getenv func(string) string, creat
 	if err != nil {
 		return nil, explained(ctx, err)
 	}
-	s.backend, s.where = b, where
+	s.backend = b
 	s.lessor = bounded(s.raw, f.timeout)
 	return s, nil
 }

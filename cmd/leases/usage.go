@@ -121,6 +121,8 @@ killed. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to leases are passed on
 to CMD's process group; leases then exits with CMD's status. When CMD
 exits, whatever it left running in its process group is killed (Linux,
 macOS) before the lease is released: nothing of CMD's runs without it.
+A release that fails is said on stderr (the lease then runs out by
+itself); the status stays CMD's.
 
 CMD runs in a process group of its own: it should not read from a
 terminal. If leases itself is killed (SIGKILL), Linux kills CMD too;
