@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,9 @@ func TestLessorDecidesOnTheHostsClock(t *testing.T) {
 	}
 	if err := b.Release(ctx, next); err != nil { // decided at 1150, the last change, not at 0
 		t.Fatalf("release on the clock behind: %v", err)
+	}
+	if err := a.Release(ctx, next); !errors.Is(err, leases.ErrNotHolder) || !strings.Contains(err.Error(), "epoch 2 of \"r\" was released at tick 1150") {
+		t.Fatalf("a second release: %v; want ErrNotHolder saying the epoch was released", err)
 	}
 	if _, err := a.Acquire(ctx, "r", "A", 0); !errors.Is(err, leases.ErrInvalidInput) {
 		t.Fatalf("a TTL of 0: %v; want ErrInvalidInput", err)

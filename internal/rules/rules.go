@@ -135,7 +135,10 @@ func checkHolds(row LeaseRow, found bool, held leases.Lease, now int64) error {
 	if err := checkNotBackwards(held.Resource, row, now); err != nil {
 		return err
 	}
-	if row.Epoch != held.Epoch || !row.Held || row.Holder != held.Holder {
+	if row.Epoch == held.Epoch && !row.Held {
+		return fmt.Errorf("%w: epoch %d of %q was released at tick %d", leases.ErrNotHolder, held.Epoch, held.Resource, row.LastTick)
+	}
+	if row.Epoch != held.Epoch || row.Holder != held.Holder {
 		return fmt.Errorf("%w: resource %q is at epoch %d, not %q's epoch %d",
 			leases.ErrNotHolder, held.Resource, row.Epoch, held.Holder, held.Epoch)
 	}
