@@ -49,10 +49,9 @@ type Session struct {
 	emitting sync.Mutex
 
 	mu       sync.Mutex
-	lease    leases.Lease  // the latest grant or renewal the lessor confirmed
-	deadline int64         // the clock's tick at which the session ends
-	moved    chan struct{} // closed, and replaced, when deadline moves
-	err      error         // why the session ended; nil while it lives
+	lease    leases.Lease // the latest grant or renewal the lessor confirmed
+	deadline int64        // the clock's tick at which the session ends; it only moves later
+	err      error        // why the session ended; nil while it lives
 
 	goroutines sync.WaitGroup // the renewal and the deadline timer
 	closing    atomic.Bool
@@ -67,7 +66,7 @@ func begin(ctx context.Context, lessor leases.Lessor, set settings, lease leases
 	s := &Session{
 		lessor: lessor, set: set, values: context.WithoutCancel(ctx),
 		ctx: holderCtx, cancel: cancel,
-		lease: lease, deadline: sent + set.lifetime, moved: make(chan struct{}),
+		lease: lease, deadline: sent + set.lifetime,
 	}
 	s.emitting.Lock()
 	s.emit(s.event(Granted, nil))
@@ -241,11 +240,7 @@ func (s *Session) confirm(renewed leases.Lease, sent int64) {
 		return
 	}
 	s.lease = renewed
-	if deadline := sent + s.set.lifetime; deadline > s.deadline {
-		s.deadline = deadline
-		close(s.moved)
-		s.moved = make(chan struct{})
-	}
+	s.deadline = max(s.deadline, sent+s.set.lifetime)
 	s.mu.Unlock()
 	s.emit(s.event(Renewed, nil))
 }
@@ -260,28 +255,20 @@ func (s *Session) failed(err error) {
 }
 
 // watchDeadline is the deadline's own timer: it waits on the clock for
-// the deadline, again whenever a renewal moves it, and ends the session
-// when the clock reaches it, whatever a renewal call is doing.
+// the deadline and ends the session when the clock reaches it, whatever a
+// renewal call is doing. A renewal only ever moves the deadline later, so
+// a timer that fires at an old deadline finds a later one and waits again:
+// nothing need wake it when the deadline moves.
 func (s *Session) watchDeadline() {
 	defer s.goroutines.Done()
 	for {
 		s.mu.Lock()
-		deadline, moved := s.deadline, s.moved
+		deadline := s.deadline
 		s.mu.Unlock()
-		wait, stop := context.WithCancel(s.ctx)
-		go func() {
-			select {
-			case <-moved:
-				stop()
-			case <-wait.Done():
-			}
-		}()
-		reached := s.set.clock.Wait(wait, deadline) == nil
-		stop()
-		if s.ctx.Err() != nil {
-			return
+		if err := s.set.clock.Wait(s.ctx, deadline); err != nil {
+			return // ended
 		}
-		if reached && s.Check() != nil {
+		if s.Check() != nil {
 			return
 		}
 	}
