@@ -14,11 +14,11 @@ package main
 import (
 	"os"
 
-	"leases/etcd/etcdtest"
 	"leases/internal/backend"
 	"leases/internal/command"
+	"leases/tests/etcdbackend"
 )
 
 func main() {
-	os.Exit(command.Command(backend.SQLite{}, etcdtest.Backend{}))
+	os.Exit(command.Command(backend.SQLite{}, etcdbackend.Backend{}))
 }

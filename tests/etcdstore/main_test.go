@@ -1,4 +1,4 @@
-package etcd_test
+package etcdstore_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases/etcd"
-	"leases/etcd/etcdtest"
 	"leases/internal/testctx"
+	"leases/tests/etcdcluster"
 )
 
 // The tests of this package share one three-member cluster, started by the
@@ -21,7 +21,7 @@ import (
 // that stop members start a cluster of their own.
 var shared struct {
 	once    sync.Once
-	cluster *etcdtest.Cluster
+	cluster *etcdcluster.Cluster
 	err     error
 	dir     string
 }
@@ -42,13 +42,13 @@ func TestMain(m *testing.M) {
 
 // sharedCluster starts the shared cluster on first use, bounded by the
 // calling test's context.
-func sharedCluster(t testing.TB) *etcdtest.Cluster {
+func sharedCluster(t testing.TB) *etcdcluster.Cluster {
 	t.Helper()
 	shared.once.Do(func() {
 		if shared.dir, shared.err = os.MkdirTemp("", "leases-etcd-"); shared.err != nil {
 			return
 		}
-		shared.cluster, shared.err = etcdtest.Start(testContext(t), shared.dir, 3)
+		shared.cluster, shared.err = etcdcluster.Start(testContext(t), shared.dir, 3)
 	})
 	if shared.err != nil {
 		t.Fatalf("start the shared cluster: %v", shared.err)

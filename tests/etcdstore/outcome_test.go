@@ -1,4 +1,4 @@
-package etcd_test
+package etcdstore_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 
 	"leases"
 	"leases/etcd"
-	"leases/etcd/etcdtest"
 	"leases/internal/contract"
+	"leases/tests/etcdcluster"
 )
 
 // The three kinds of errors, on a cluster of the test's own that loses its
@@ -23,7 +23,7 @@ import (
 // on afterwards, once the quorum is back.
 func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 	ctx := testContext(t)
-	cluster, err := etcdtest.Start(ctx, t.TempDir(), 3)
+	cluster, err := etcdcluster.Start(ctx, t.TempDir(), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +69,10 @@ func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 		atCommit.end.Store(&cancel)
 		return ctx
 	}
-	readFirst := etcd.ReadFirst(etcd.New(c, etcd.Options{})).Authority()
-	if _, err := readFirst.Renew(readBound(), held, 1, 100); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, leases.ErrOutcomeUnknown) {
+	// A store that has seen nothing guesses the row absent, which decides
+	// a refusal; a refusal is confirmed by a transaction that only reads.
+	noGuess := etcd.New(c, etcd.Options{}).Authority()
+	if _, err := noGuess.Renew(readBound(), held, 1, 100); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, leases.ErrOutcomeUnknown) {
 		t.Fatalf("renew whose read cannot complete: %v; want a failure before commit", err)
 	}
 	if _, err := a.Renew(endedAtCommit(), held, 1, 100); !errors.Is(err, leases.ErrOutcomeUnknown) {

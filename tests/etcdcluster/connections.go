@@ -1,4 +1,4 @@
-package etcdtest
+package etcdcluster
 
 import (
 	"bufio"
@@ -39,7 +39,7 @@ func dropPeerConnections(ports ...int) error {
 	}
 	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		return fmt.Errorf("etcdtest: list descriptors: %w", err)
+		return fmt.Errorf("etcdcluster: list descriptors: %w", err)
 	}
 	for _, entry := range fds {
 		fd, err := strconv.Atoi(entry.Name())
@@ -66,7 +66,7 @@ func dropPeerConnections(ports ...int) error {
 func establishedOn(ports map[int]bool) (map[string]bool, error) {
 	f, err := os.Open("/proc/self/net/tcp")
 	if err != nil {
-		return nil, fmt.Errorf("etcdtest: list connections: %w", err)
+		return nil, fmt.Errorf("etcdcluster: list connections: %w", err)
 	}
 	defer f.Close()
 	inodes := map[string]bool{}
@@ -85,7 +85,7 @@ func establishedOn(ports map[int]bool) (map[string]bool, error) {
 		inodes["socket:["+fields[9]+"]"] = true
 	}
 	if err := lines.Err(); err != nil {
-		return nil, fmt.Errorf("etcdtest: list connections: %w", err)
+		return nil, fmt.Errorf("etcdcluster: list connections: %w", err)
 	}
 	return inodes, nil
 }

@@ -1,4 +1,4 @@
-// Package etcdtest runs an etcd cluster inside the test process, with
+// Package etcdcluster runs an etcd cluster inside the test process, with
 // go.etcd.io/etcd/server/v3/embed: no etcd binary, no fixed ports, logs
 // silenced, data in a directory the caller owns.
 //
@@ -13,7 +13,7 @@
 // can see. It would matter for a power loss, which they do not simulate;
 // what it saves is most of a member's start-up time and every write's
 // flush.
-package etcdtest
+package etcdcluster
 
 import (
 	"context"
@@ -63,7 +63,7 @@ type member struct {
 // to serve and a leader is elected. On error nothing is left running.
 func Start(ctx context.Context, dir string, members int) (*Cluster, error) {
 	if members < 1 {
-		return nil, fmt.Errorf("etcdtest: %d members; want at least 1", members)
+		return nil, fmt.Errorf("etcdcluster: %d members; want at least 1", members)
 	}
 	c := &Cluster{dir: dir}
 	for i := range members {
@@ -82,7 +82,7 @@ func Start(ctx context.Context, dir string, members int) (*Cluster, error) {
 	for i, m := range c.members {
 		e, err := embed.StartEtcd(c.config(i))
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("etcdtest: start %s: %w", m.name, err), c.Close())
+			return nil, errors.Join(fmt.Errorf("etcdcluster: start %s: %w", m.name, err), c.Close())
 		}
 		c.mu.Lock()
 		m.etcd = e
@@ -114,7 +114,7 @@ func (c *Cluster) config(i int) *embed.Config {
 		initial[j] = other.name + "=" + other.peer.url()
 	}
 	cfg.InitialCluster = strings.Join(initial, ",")
-	cfg.InitialClusterToken = "etcdtest"
+	cfg.InitialClusterToken = "etcdcluster"
 	cfg.TickMs, cfg.ElectionMs = TickMs, ElectionMs
 	// Bind the reserved ports alongside the reservations (ports.go).
 	cfg.SocketOpts = transport.SocketOpts{ReusePort: true}
@@ -128,7 +128,7 @@ func (c *Cluster) config(i int) *embed.Config {
 func mustURL(s string) url.URL {
 	u, err := url.Parse(s)
 	if err != nil {
-		panic(fmt.Sprintf("etcdtest: %q: %v", s, err))
+		panic(fmt.Sprintf("etcdcluster: %q: %v", s, err))
 	}
 	return *u
 }
@@ -139,11 +139,11 @@ func ready(ctx context.Context, m *member) error {
 	case <-m.etcd.Server.ReadyNotify():
 		return nil
 	case err := <-m.etcd.Err():
-		return fmt.Errorf("etcdtest: %s failed before it was ready: %w", m.name, err)
+		return fmt.Errorf("etcdcluster: %s failed before it was ready: %w", m.name, err)
 	case <-m.etcd.Server.StopNotify():
-		return fmt.Errorf("etcdtest: %s stopped before it was ready", m.name)
+		return fmt.Errorf("etcdcluster: %s stopped before it was ready", m.name)
 	case <-ctx.Done():
-		return fmt.Errorf("etcdtest: waiting for %s to be ready: %w", m.name, context.Cause(ctx))
+		return fmt.Errorf("etcdcluster: waiting for %s to be ready: %w", m.name, context.Cause(ctx))
 	}
 }
 
@@ -169,7 +169,7 @@ func (c *Cluster) Client(ctx context.Context) (*clientv3.Client, error) {
 // the caller has not.
 func (c *Cluster) MemberClient(ctx context.Context, i int) (*clientv3.Client, error) {
 	if i < 0 || i >= len(c.members) {
-		return nil, fmt.Errorf("etcdtest: no member %d in a cluster of %d", i, len(c.members))
+		return nil, fmt.Errorf("etcdcluster: no member %d in a cluster of %d", i, len(c.members))
 	}
 	return c.newClient(ctx, c.Endpoints()[i:i+1])
 }
@@ -178,7 +178,7 @@ func (c *Cluster) newClient(ctx context.Context, endpoints []string) (*clientv3.
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, errors.New("etcdtest: cluster closed")
+		return nil, errors.New("etcdcluster: cluster closed")
 	}
 	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, Logger: zap.NewNop()})
 	if err == nil {
@@ -186,11 +186,11 @@ func (c *Cluster) newClient(ctx context.Context, endpoints []string) (*clientv3.
 	}
 	c.mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("etcdtest: client of %v: %w", endpoints, err)
+		return nil, fmt.Errorf("etcdcluster: client of %v: %w", endpoints, err)
 	}
 	// clientv3.New does not connect; one round trip shows it can.
 	if _, err := client.MemberList(ctx); err != nil {
-		return nil, fmt.Errorf("etcdtest: client of %v: %w", endpoints, err)
+		return nil, fmt.Errorf("etcdcluster: client of %v: %w", endpoints, err)
 	}
 	return client, nil
 }
@@ -209,7 +209,7 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 		}
 		c.mu.Unlock()
 		if server == nil {
-			return -1, errors.New("etcdtest: no member is running")
+			return -1, errors.New("etcdcluster: no member is running")
 		}
 		// Take the notification before reading the leader, so that a
 		// change in between is not missed.
@@ -221,7 +221,7 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 		case <-changed:
 		case <-server.StopNotify():
 		case <-ctx.Done():
-			return -1, fmt.Errorf("etcdtest: waiting for a leader: %w", context.Cause(ctx))
+			return -1, fmt.Errorf("etcdcluster: waiting for a leader: %w", context.Cause(ctx))
 		}
 	}
 }
@@ -249,7 +249,7 @@ func (c *Cluster) Stop(i int) error {
 	c.mu.Lock()
 	if i < 0 || i >= len(c.members) || c.members[i].etcd == nil {
 		c.mu.Unlock()
-		return fmt.Errorf("etcdtest: member %d is not running", i)
+		return fmt.Errorf("etcdcluster: member %d is not running", i)
 	}
 	e := c.members[i].etcd
 	c.members[i].etcd = nil
@@ -266,19 +266,19 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 	c.mu.Lock()
 	if i < 0 || i >= len(c.members) || c.members[i].etcd != nil || c.closed {
 		c.mu.Unlock()
-		return fmt.Errorf("etcdtest: member %d is not stopped", i)
+		return fmt.Errorf("etcdcluster: member %d is not stopped", i)
 	}
 	c.mu.Unlock()
 	e, err := embed.StartEtcd(c.config(i))
 	if err != nil {
-		return fmt.Errorf("etcdtest: restart %s: %w", c.members[i].name, err)
+		return fmt.Errorf("etcdcluster: restart %s: %w", c.members[i].name, err)
 	}
 	c.mu.Lock()
 	if c.closed { // Close ran meanwhile and could not see this member
 		c.mu.Unlock()
 		e.Server.HardStop()
 		e.Close()
-		return fmt.Errorf("etcdtest: restart %s: the cluster was closed", c.members[i].name)
+		return fmt.Errorf("etcdcluster: restart %s: the cluster was closed", c.members[i].name)
 	}
 	c.members[i].etcd = e
 	c.mu.Unlock()

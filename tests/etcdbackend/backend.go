@@ -1,4 +1,10 @@
-package etcdtest
+// Package etcdbackend is the etcd backend of the project's evidence (the
+// scenarios, the explorer and the command run-experiment): a cluster of
+// three members started for the run, a key prefix of its own for each
+// scenario, and stores opened on it by the controller and by every worker
+// process. It lives in the tests module with the cluster it starts, so
+// that module leases/etcd requires only etcd's client.
+package etcdbackend
 
 import (
 	"context"
@@ -16,6 +22,7 @@ import (
 
 	"leases/etcd"
 	"leases/internal/backend"
+	"leases/tests/etcdcluster"
 )
 
 // Backend is the etcd backend of the project's evidence (the scenarios,
@@ -55,7 +62,7 @@ func (Backend) Open(ctx context.Context, specText string) (backend.Store, error)
 
 // Start implements backend.Kind: a cluster of Members members.
 func (Backend) Start(ctx context.Context, dir string) (backend.Running, error) {
-	c, err := Start(ctx, dir, Members)
+	c, err := etcdcluster.Start(ctx, dir, Members)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +86,7 @@ func (s clientStore) Close() error { return s.client.Close() }
 // running is the cluster of one run. Every place is a prefix of its own;
 // the explorer's stores too.
 type running struct {
-	cluster *Cluster
+	cluster *etcdcluster.Cluster
 	mu      sync.Mutex
 	places  int
 }
@@ -120,7 +127,7 @@ func (r *running) Explorable(ctx context.Context) (backend.Explorable, error) {
 // place is one scenario's prefix on the run's cluster. It is a
 // backend.Cluster: the failover scenario stops and restarts the leader.
 type place struct {
-	cluster *Cluster
+	cluster *etcdcluster.Cluster
 	client  *clientv3.Client // the controller's, for cleaning up
 	prefix  string
 	spec    string
@@ -163,7 +170,7 @@ func (p *place) StopLeader(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("etcdtest: the cluster did not take a write after its leader stopped: %w", err)
+		return fmt.Errorf("etcdbackend: the cluster did not take a write after its leader stopped: %w", err)
 	}
 	for i := range Members {
 		if i == leader {
@@ -175,7 +182,7 @@ func (p *place) StopLeader(ctx context.Context) error {
 		}
 		_, err = client.Get(ctx, settledKey)
 		if err := errors.Join(err, client.Close()); err != nil {
-			return fmt.Errorf("etcdtest: member %d did not serve a read after the leader stopped: %w", i, err)
+			return fmt.Errorf("etcdbackend: member %d did not serve a read after the leader stopped: %w", i, err)
 		}
 	}
 	return nil
@@ -183,7 +190,7 @@ func (p *place) StopLeader(ctx context.Context) error {
 
 // settledKey is where StopLeader writes to learn that the cluster serves
 // again; it is under no place's prefix.
-const settledKey = "/etcdtest/settled"
+const settledKey = "/etcdbackend/settled"
 
 // transient reports whether err is one etcd answers while a cluster
 // changes leader, or while a client's connection to a stopped member is
@@ -197,7 +204,7 @@ func transient(err error) bool {
 // everything the cluster committed up to the read.
 func (p *place) RestartStopped(ctx context.Context) error {
 	if p.stopped < 0 {
-		return errors.New("etcdtest: no member was stopped")
+		return errors.New("etcdbackend: no member was stopped")
 	}
 	if err := p.cluster.Restart(ctx, p.stopped); err != nil {
 		return err
