@@ -110,8 +110,36 @@ func runBackend(ctx context.Context, kind backend.Kind, opts Options, stats *Bac
 	if bounds == (explore.Bounds{}) {
 		bounds = BoundsFor(kind.Name())
 	}
+	ctx, stop := endOnFailure(ctx, running)
 	section, err := runOn(ctx, kind, running, bounds, opts, stats)
+	if failure := stop(); failure != nil {
+		err = fmt.Errorf("%s: %w", kind.Name(), failure) // what the run's steps said is only a consequence
+	}
 	return section, errors.Join(err, end())
+}
+
+// endOnFailure returns a copy of ctx that ends when running fails by
+// itself (backend.Failing), and stop, which releases it and returns the
+// failure, if there was one.
+func endOnFailure(ctx context.Context, running backend.Running) (context.Context, func() error) {
+	f, ok := running.(backend.Failing)
+	if !ok {
+		return ctx, func() error { return nil }
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-f.Failed():
+			cancel(f.Err())
+		case <-done:
+		}
+	}()
+	return ctx, func() error {
+		close(done)
+		cancel(nil)
+		return f.Err()
+	}
 }
 
 // BoundsFor is the exploration's default bounds on a backend: the model's

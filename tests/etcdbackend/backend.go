@@ -27,10 +27,14 @@ import (
 
 // Backend is the etcd backend of the project's evidence (the scenarios,
 // the explorer and the command): the controller starts a cluster of three
-// members in the run's directory, each scenario gets a key prefix of its
-// own on it, and every worker process connects as a client of all three
-// members.
-type Backend struct{}
+// member processes, each scenario gets a key prefix of its own on it, and
+// every worker process connects as a client of all three members. The
+// zero value is the command's.
+type Backend struct {
+	// Wrap, when set, puts words in front of member i's command (strace,
+	// to make its system calls fail): see etcdcluster.Options.
+	Wrap func(member int) []string
+}
 
 var _ backend.Kind = Backend{}
 
@@ -60,9 +64,12 @@ func (Backend) Open(ctx context.Context, specText string) (backend.Store, error)
 	return newClientStore(client, s.Prefix), nil
 }
 
-// Start implements backend.Kind: a cluster of Members members.
-func (Backend) Start(ctx context.Context, dir string) (backend.Running, error) {
-	c, err := etcdcluster.Start(ctx, dir, Members)
+// Start implements backend.Kind: a cluster of Members members. Its data
+// goes in a directory of the cluster's own under os.TempDir(), not in
+// dir: there the next run's Start finds it, and removes it, if this run
+// is killed (etcdcluster.Sweep).
+func (b Backend) Start(ctx context.Context, dir string) (backend.Running, error) {
+	c, err := etcdcluster.Start(ctx, etcdcluster.Options{Members: Members, Wrap: b.Wrap})
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +100,13 @@ type running struct {
 
 func (r *running) Close() error { return r.cluster.Close() }
 
+// Failed implements backend.Failing: a member that ends unbidden fails
+// the run, even if the others could go on without it.
+func (r *running) Failed() <-chan struct{} { return r.cluster.Failed() }
+
+// Err implements backend.Failing.
+func (r *running) Err() error { return r.cluster.Err() }
+
 // prefix names the n-th place of the run.
 func (r *running) prefix(name string) string {
 	r.mu.Lock()
@@ -107,7 +121,7 @@ func (r *running) NewPlace(ctx context.Context, scenario string) (backend.Place,
 	if err != nil {
 		return nil, err
 	}
-	p := &place{cluster: r.cluster, client: client, prefix: r.prefix(scenario), stopped: -1}
+	p := &place{ctx: ctx, cluster: r.cluster, client: client, prefix: r.prefix(scenario), stopped: -1}
 	text, err := json.Marshal(spec{Endpoints: r.cluster.Endpoints(), Prefix: p.prefix})
 	p.spec = string(text)
 	return p, err
@@ -125,8 +139,9 @@ func (r *running) Explorable(ctx context.Context) (backend.Explorable, error) {
 }
 
 // place is one scenario's prefix on the run's cluster. It is a
-// backend.Cluster: the failover scenario stops and restarts the leader.
+// backend.Cluster: the failover scenario kills and restarts the leader.
 type place struct {
+	ctx     context.Context // the run's: an interrupted run cleans up nothing
 	cluster *etcdcluster.Cluster
 	client  *clientv3.Client // the controller's, for cleaning up
 	prefix  string
@@ -137,25 +152,31 @@ type place struct {
 func (p *place) Spec() string { return p.spec }
 
 // Close deletes every key under the prefix: what a scenario wrote is not
-// left for the next one, nor counted in the explorer's snapshots.
+// left for the next one, nor counted in the explorer's snapshots. The
+// delete is bounded by the run's context: once the run is interrupted,
+// the cluster goes with it, and waiting on it (a killed leader's
+// connection, a lost quorum) would only hold up the end.
 func (p *place) Close() error {
-	_, err := p.client.Delete(context.Background(), p.prefix, clientv3.WithPrefix())
+	var err error
+	if p.ctx.Err() == nil {
+		_, err = p.client.Delete(p.ctx, p.prefix, clientv3.WithPrefix())
+	}
 	return errors.Join(err, p.client.Close())
 }
 
 func (p *place) Members() int { return Members }
 
-// StopLeader stops the leading member and returns once the others serve
-// again: they have elected a leader, committed a write in its term, and
-// each serves a linearizable read. Before that, a request may fail with
-// "leader changed", and a scenario's next step would be an unknown
-// outcome rather than the step it means to show.
+// StopLeader kills the leading member (SIGKILL) and returns once the
+// others serve again: they have elected a leader, committed a write in
+// its term, and each serves a linearizable read. Before that, a request
+// may fail with "leader changed", and a scenario's next step would be an
+// unknown outcome rather than the step it means to show.
 func (p *place) StopLeader(ctx context.Context) error {
 	leader, err := p.cluster.Leader(ctx)
 	if err != nil {
 		return err
 	}
-	if err := p.cluster.Stop(leader); err != nil {
+	if err := p.cluster.Kill(leader); err != nil {
 		return err
 	}
 	p.stopped = leader
@@ -170,7 +191,7 @@ func (p *place) StopLeader(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("etcdbackend: the cluster did not take a write after its leader stopped: %w", err)
+		return fmt.Errorf("etcdbackend: the cluster did not take a write after its leader was killed: %w", err)
 	}
 	for i := range Members {
 		if i == leader {
@@ -182,7 +203,7 @@ func (p *place) StopLeader(ctx context.Context) error {
 		}
 		_, err = client.Get(ctx, settledKey)
 		if err := errors.Join(err, client.Close()); err != nil {
-			return fmt.Errorf("etcdbackend: member %d did not serve a read after the leader stopped: %w", i, err)
+			return fmt.Errorf("etcdbackend: member %d did not serve a read after the leader was killed: %w", i, err)
 		}
 	}
 	return nil
@@ -193,18 +214,18 @@ func (p *place) StopLeader(ctx context.Context) error {
 const settledKey = "/etcdbackend/settled"
 
 // transient reports whether err is one etcd answers while a cluster
-// changes leader, or while a client's connection to a stopped member is
+// changes leader, or while a client's connection to a killed member is
 // still in its pool.
 func transient(err error) bool {
 	return errors.Is(rpctypes.Error(err), rpctypes.ErrLeaderChanged) || status.Code(err) == codes.Unavailable
 }
 
-// RestartStopped restarts the member StopLeader stopped and returns once
+// RestartStopped restarts the member StopLeader killed and returns once
 // it serves a linearizable read, which it does only after it has applied
 // everything the cluster committed up to the read.
 func (p *place) RestartStopped(ctx context.Context) error {
 	if p.stopped < 0 {
-		return errors.New("etcdbackend: no member was stopped")
+		return errors.New("etcdbackend: no member was killed")
 	}
 	if err := p.cluster.Restart(ctx, p.stopped); err != nil {
 		return err

@@ -1,33 +1,46 @@
-// Package etcdcluster runs an etcd cluster inside the test process, with
-// go.etcd.io/etcd/server/v3/embed: no etcd binary, no fixed ports, logs
-// silenced, data in a directory the caller owns.
+// Package etcdcluster runs an etcd cluster for tests and for the command
+// run-experiment: each member its own OS process, this very binary
+// re-executed in the role "etcd-member" (package roles), running etcd
+// with go.etcd.io/etcd/server/v3/embed. A member that panics or exits is
+// a member down, not the caller gone: the cluster says so (Failed, Err).
 //
-// Members listen on loopback ports that the cluster reserves for its whole
-// life (see ports.go), so a stopped member restarts on the same addresses
-// and clients find it again. Every wait is on a notification from etcd
-// (ReadyNotify, a leader change) and bounded by the caller's context.
+// A binary that uses it must call roles.Run first thing in its main or
+// TestMain.
 //
-// Members run with etcd's UnsafeNoFsync. What the tests here simulate is a
-// member process that stops ([Cluster.Stop]): the kernel keeps whatever the
-// member wrote, fsynced or not, so skipping fsync changes no outcome they
-// can see. It would matter for a power loss, which they do not simulate;
-// what it saves is most of a member's start-up time and every write's
-// flush.
+// What the harness controls: Kill (SIGKILL), Pause and Continue (SIGSTOP
+// and SIGCONT; not on Windows), Restart, and Partition and Heal: every
+// member's peer traffic runs through a proxy of the harness (proxy.go),
+// which can cut a member off from the others both ways. Client traffic
+// goes to the members directly.
+//
+// Order comes from handshakes, never from sleeps: a member reports on its
+// stdout, one JSON line each, that it listens (its pid, Raft ID and peer
+// address), that it serves (etcd's ReadyNotify), and each leader it
+// learns of (LeaderChangedNotify); every wait is on those reports or on a
+// process's exit, bounded by the caller's context. A member exits when its
+// stdin ends, so when the harness's process dies; on Linux the kernel
+// also kills it then (PR_SET_PDEATHSIG), which is what ends a paused one.
+//
+// Members listen on loopback ports, log only errors (to a stderr whose
+// telling line the harness keeps), keep their data in a directory of the
+// cluster's own that Close removes and the next Start sweeps if a killed
+// run left it (sweep.go), preallocate write-ahead log segments of
+// WALSegmentBytes instead of etcd's 64 MB, and run with etcd's
+// UnsafeNoFsync: what the tests simulate is a process that dies, and the
+// kernel keeps whatever it wrote, fsynced or not; a power loss, which
+// fsync is for, is not simulated.
 package etcdcluster
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
+	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"sync"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.etcd.io/etcd/server/v3/etcdserver"
 	"go.uber.org/zap"
 )
 
@@ -41,55 +54,90 @@ const (
 	ElectionMs = 200
 )
 
-// Cluster is a running etcd cluster whose members live in this process.
-// Its methods are safe for concurrent use.
+// WALSegmentBytes is the size of a member's preallocated write-ahead log
+// segments (etcd's wal.SegmentSizeBytes, 64 MB by default, two files per
+// member: 367 MB left by every killed run of three members). A test
+// cluster writes far less than this.
+const WALSegmentBytes = 1 << 20
+
+// Options tune a cluster; the zero value is three members in a directory
+// under os.TempDir().
+type Options struct {
+	// Members is how many members the cluster has; 3 when zero.
+	Members int
+	// Dir is where the cluster makes its directory; os.TempDir() when
+	// empty.
+	Dir string
+	// Wrap, when set, gives the words to put in front of member i's
+	// command: strace and its options, say, to make its system calls
+	// fail. The harness still signals the member itself.
+	Wrap func(member int) []string
+}
+
+// Cluster is a running etcd cluster of member processes. Its methods are
+// safe for concurrent use.
 type Cluster struct {
 	dir     string
+	unlock  func() error
+	peers   *peerNet
 	members []*member
+	wrap    func(int) []string
+
+	failed   chan struct{} // closed at the first member that ended unbidden
+	failOnce sync.Once
+	failure  error
 
 	mu      sync.Mutex
+	changed chan struct{} // closed and replaced when a member's state changes
 	clients []*clientv3.Client
 	closed  bool
 }
 
+// member is one member's state across its incarnations.
 type member struct {
-	name         string
-	peer, client portReservation
-	etcd         *embed.Etcd // nil while stopped
+	name   string
+	client portReservation
+	id     string   // its Raft ID (hex), once known; the same on every restart
+	proc   *process // the current process; nil while down
+	view   string   // the leader its current process last named
+	paused bool     // by Pause, until Continue
+	cut    bool     // by Partition, until Heal
 }
 
-// Start starts a cluster of members members, each with its data in a
-// directory of its own under dir, and returns once every member is ready
-// to serve and a leader is elected. On error nothing is left running.
-func Start(ctx context.Context, dir string, members int) (*Cluster, error) {
-	if members < 1 {
-		return nil, fmt.Errorf("etcdcluster: %d members; want at least 1", members)
+// Start starts a cluster and returns once every member serves and a
+// majority names one leader. On error nothing is left running.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	n := opts.Members
+	if n == 0 {
+		n = 3
 	}
-	c := &Cluster{dir: dir}
-	for i := range members {
-		m := &member{name: fmt.Sprintf("m%d", i)}
+	if n < 1 {
+		return nil, fmt.Errorf("etcdcluster: %d members; want at least 1", n)
+	}
+	dir, unlock, err := makeDir(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{dir: dir, unlock: unlock, wrap: opts.Wrap, failed: make(chan struct{}), changed: make(chan struct{})}
+	for i := range n {
+		m := &member{name: "m" + strconv.Itoa(i)}
 		c.members = append(c.members, m)
-		var err error
-		if m.peer, err = reservePort(); err == nil {
-			m.client, err = reservePort()
-		}
-		if err != nil {
+		if m.client, err = reservePort(); err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
 	}
+	if c.peers, err = listenPeers(n, c.peerTarget); err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
 	// Start every member before waiting for any: none is ready before a
 	// quorum has elected a leader.
-	for i, m := range c.members {
-		e, err := embed.StartEtcd(c.config(i))
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("etcdcluster: start %s: %w", m.name, err), c.Close())
+	for i := range n {
+		if err := c.startMember(i); err != nil {
+			return nil, errors.Join(err, c.Close())
 		}
-		c.mu.Lock()
-		m.etcd = e
-		c.mu.Unlock()
 	}
-	for _, m := range c.members {
-		if err := ready(ctx, m); err != nil {
+	for i := range n {
+		if err := c.waitReady(ctx, i); err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
 	}
@@ -99,62 +147,187 @@ func Start(ctx context.Context, dir string, members int) (*Cluster, error) {
 	return c, nil
 }
 
-// config is member i's configuration: a new cluster the first time, and
-// the same data directory, which embed then recognises, on a restart.
-func (c *Cluster) config(i int) *embed.Config {
-	m := c.members[i]
-	cfg := embed.NewConfig()
-	cfg.Name = m.name
-	cfg.Dir = filepath.Join(c.dir, m.name)
-	peer, client := mustURL(m.peer.url()), mustURL(m.client.url())
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	initial := make([]string, len(c.members))
-	for j, other := range c.members {
-		initial[j] = other.name + "=" + other.peer.url()
+// config is member i's configuration; the same on every start.
+func (c *Cluster) config(i int) memberConfig {
+	names, urls := make([]string, len(c.members)), make([]string, len(c.members))
+	for j, m := range c.members {
+		names[j], urls[j] = m.name, c.peers.url(j)
 	}
-	cfg.InitialCluster = strings.Join(initial, ",")
-	cfg.InitialClusterToken = "etcdcluster"
-	cfg.TickMs, cfg.ElectionMs = TickMs, ElectionMs
-	// Bind the reserved ports alongside the reservations (ports.go).
-	cfg.SocketOpts = transport.SocketOpts{ReusePort: true}
-	cfg.Logger = "zap"
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.UnsafeNoFsync = true      // see the package comment
-	cfg.EnableGRPCGateway = false // nothing here speaks JSON over HTTP
-	return cfg
+	return memberConfig{
+		Name:           c.members[i].name,
+		Dir:            filepath.Join(c.dir, c.members[i].name),
+		InitialCluster: joinCluster(names, urls),
+		PeerURL:        urls[i],
+		ClientURL:      c.endpoint(i),
+		ReusePort:      reusePort,
+		TickMs:         TickMs,
+		ElectionMs:     ElectionMs,
+		WALSegment:     WALSegmentBytes,
+	}
 }
 
-func mustURL(s string) url.URL {
-	u, err := url.Parse(s)
+func (c *Cluster) endpoint(i int) string {
+	return "http://127.0.0.1:" + strconv.Itoa(c.members[i].client.port)
+}
+
+// startMember starts a process for member i, which must be down.
+func (c *Cluster) startMember(i int) error {
+	var wrap []string
+	if c.wrap != nil {
+		wrap = c.wrap(i)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errors.New("etcdcluster: cluster closed")
+	}
+	if c.members[i].proc != nil {
+		return fmt.Errorf("etcdcluster: member %d is running", i)
+	}
+	p, err := startProcess(c.config(i), wrap, func(p *process, r report) { c.reported(i, p, r) }, func(p *process) { c.ended(i, p) })
 	if err != nil {
-		panic(fmt.Sprintf("etcdcluster: %q: %v", s, err))
+		return err
 	}
-	return *u
+	c.members[i].proc = p
+	c.notifyLocked()
+	return nil
 }
 
-// ready waits until m serves clients, m fails, or ctx ends.
-func ready(ctx context.Context, m *member) error {
-	select {
-	case <-m.etcd.Server.ReadyNotify():
-		return nil
-	case err := <-m.etcd.Err():
-		return fmt.Errorf("etcdcluster: %s failed before it was ready: %w", m.name, err)
-	case <-m.etcd.Server.StopNotify():
-		return fmt.Errorf("etcdcluster: %s stopped before it was ready", m.name)
-	case <-ctx.Done():
-		return fmt.Errorf("etcdcluster: waiting for %s to be ready: %w", m.name, context.Cause(ctx))
+// reported takes a report of member i's process p.
+func (c *Cluster) reported(i int, p *process, r report) {
+	if r.ID != "" {
+		c.peers.setID(i, r.ID)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.members[i]
+	if m.proc != p {
+		return // an earlier incarnation's last words
+	}
+	if r.ID != "" {
+		m.id = r.ID
+	}
+	if r.Leader != "" {
+		m.view = r.Leader
+	}
+	c.notifyLocked()
+}
+
+// ended takes the end of member i's process p: a member down, and, if
+// the harness did not end it, the cluster's failure.
+func (c *Cluster) ended(i int, p *process) {
+	c.mu.Lock()
+	m := c.members[i]
+	if m.proc == p {
+		m.proc, m.view, m.paused = nil, "", false
+	}
+	closed := c.closed
+	c.notifyLocked()
+	c.mu.Unlock()
+	if !p.ending.Load() && !closed {
+		c.failOnce.Do(func() {
+			c.failure = fmt.Errorf("etcdcluster: member %s (pid %d) ended unbidden: %s", m.name, p.cmd.Process.Pid, p.ended())
+			close(c.failed)
+		})
 	}
 }
+
+// notifyLocked wakes everyone waiting for a change; c.mu is held.
+func (c *Cluster) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// Failed is closed when a member process ends without the harness asking
+// (a panic, a fatal error, a kill from outside); Err then says which and
+// how. Members the harness kills or closes are not failures.
+func (c *Cluster) Failed() <-chan struct{} { return c.failed }
+
+// Err is why Failed was closed, or nil.
+func (c *Cluster) Err() error {
+	select {
+	case <-c.failed:
+		return c.failure
+	default:
+		return nil
+	}
+}
+
+// waitReady waits until member i serves, fails, or ctx ends.
+func (c *Cluster) waitReady(ctx context.Context, i int) error {
+	c.mu.Lock()
+	p, name := c.members[i].proc, c.members[i].name
+	c.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("etcdcluster: member %s is down", name)
+	}
+	select {
+	case <-p.ready: // closed also when the process ended first
+	case <-ctx.Done():
+		return fmt.Errorf("etcdcluster: waiting for %s to be ready: %w", name, context.Cause(ctx))
+	}
+	if !p.running() {
+		return fmt.Errorf("etcdcluster: member %s ended before it was ready: %s", name, p.ended())
+	}
+	return nil
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// peerTarget is the address of member i's peer listener; ok is false
+// while member i is down or has not said its address yet. The proxy then
+// drops the connection at once, as a closed port would: a starting member
+// asks its peers whether the cluster exists already, and a proxy that
+// waited for a peer starting at the same time would hold it for its whole
+// bootstrap timeout (1 s a peer) instead of letting it find out at once.
+func (c *Cluster) peerTarget(i int) (addr string, ok bool) {
+	c.mu.Lock()
+	p := c.members[i].proc
+	c.mu.Unlock()
+	if p == nil || !isClosed(p.hello) {
+		return "", false
+	}
+	return p.peer, p.peer != "" && p.running()
+}
+
+// Members is how many members the cluster has, running or not.
+func (c *Cluster) Members() int { return len(c.members) }
 
 // Endpoints returns every member's client URL, in member order, running
 // or not.
 func (c *Cluster) Endpoints() []string {
 	endpoints := make([]string, len(c.members))
-	for i, m := range c.members {
-		endpoints[i] = m.client.url()
+	for i := range c.members {
+		endpoints[i] = c.endpoint(i)
 	}
 	return endpoints
+}
+
+// ID returns member i's Raft ID, as etcd's responses carry it; 0 before
+// the member first started.
+func (c *Cluster) ID(i int) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, _ := strconv.ParseUint(c.members[i].id, 16, 64)
+	return id
+}
+
+// PID returns the pid of member i's process; ok is false while it is down.
+func (c *Cluster) PID(i int) (pid int, ok bool) {
+	c.mu.Lock()
+	p := c.members[i].proc
+	c.mu.Unlock()
+	if p == nil || !isClosed(p.hello) || p.pid == 0 {
+		return 0, false
+	}
+	return p.pid, true
 }
 
 // Client returns a client of the whole cluster (every member's endpoint)
@@ -168,8 +341,8 @@ func (c *Cluster) Client(ctx context.Context) (*clientv3.Client, error) {
 // member has answered it, waiting no longer than ctx. Close closes it if
 // the caller has not.
 func (c *Cluster) MemberClient(ctx context.Context, i int) (*clientv3.Client, error) {
-	if i < 0 || i >= len(c.members) {
-		return nil, fmt.Errorf("etcdcluster: no member %d in a cluster of %d", i, len(c.members))
+	if err := c.check(i); err != nil {
+		return nil, err
 	}
 	return c.newClient(ctx, c.Endpoints()[i:i+1])
 }
@@ -195,105 +368,146 @@ func (c *Cluster) newClient(ctx context.Context, endpoints []string) (*clientv3.
 	return client, nil
 }
 
-// Leader returns the index of the member that leads the cluster, waiting
-// until the running members know one that is running.
+func (c *Cluster) check(i int) error {
+	if i < 0 || i >= len(c.members) {
+		return fmt.Errorf("etcdcluster: no member %d in a cluster of %d", i, len(c.members))
+	}
+	return nil
+}
+
+// Leader returns the index of the member that leads: one that runs, is
+// neither paused nor cut off, names itself leader, and is named so by a
+// majority of all members that run, are neither paused nor cut off (each
+// by its last report). It waits, bounded by ctx, until there is one.
 func (c *Cluster) Leader(ctx context.Context) (int, error) {
 	for {
 		c.mu.Lock()
-		var server *etcdserver.EtcdServer // of the first running member
-		for _, m := range c.members {
-			if m.etcd != nil {
-				server = m.etcd.Server
-				break
-			}
-		}
+		leader, changed := c.leaderLocked(), c.changed
 		c.mu.Unlock()
-		if server == nil {
-			return -1, errors.New("etcdcluster: no member is running")
-		}
-		// Take the notification before reading the leader, so that a
-		// change in between is not missed.
-		changed := server.LeaderChangedNotify()
-		if i := c.runningMember(uint64(server.Leader())); i >= 0 {
-			return i, nil
+		if leader >= 0 {
+			return leader, nil
 		}
 		select {
 		case <-changed:
-		case <-server.StopNotify():
 		case <-ctx.Done():
 			return -1, fmt.Errorf("etcdcluster: waiting for a leader: %w", context.Cause(ctx))
 		}
 	}
 }
 
-// runningMember is the index of the running member with Raft ID id, or -1.
-func (c *Cluster) runningMember(id uint64) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *Cluster) leaderLocked() int {
+	votes := map[string]int{}
+	for _, m := range c.members {
+		if m.reachable() {
+			votes[m.view]++
+		}
+	}
 	for i, m := range c.members {
-		if id != 0 && m.etcd != nil && uint64(m.etcd.Server.MemberID()) == id {
+		if m.reachable() && m.id != "" && m.view == m.id && 2*votes[m.id] > len(c.members) {
 			return i
 		}
 	}
 	return -1
 }
 
-// Stop stops member i as abruptly as embed allows: its Raft node halts at
-// once, with no leadership transfer and no goodbye to its peers
-// (EtcdServer.HardStop), and then its listeners and goroutines are closed
-// (Etcd.Close). Requests in flight on it fail. Unlike a killed process it
-// finishes the write it is in the middle of, and what it wrote stays (see
-// the package comment on fsync). A stopped member is not running until
-// Restart.
-func (c *Cluster) Stop(i int) error {
-	c.mu.Lock()
-	if i < 0 || i >= len(c.members) || c.members[i].etcd == nil {
-		c.mu.Unlock()
-		return fmt.Errorf("etcdcluster: member %d is not running", i)
+// reachable reports whether the member runs and the harness has neither
+// paused it nor cut it off; c.mu is held.
+func (m *member) reachable() bool { return m.proc != nil && !m.paused && !m.cut }
+
+// Kill kills member i with SIGKILL (TerminateProcess on Windows) and
+// returns once the process is gone. Its data stays, for Restart.
+func (c *Cluster) Kill(i int) error {
+	if err := c.check(i); err != nil {
+		return err
 	}
-	e := c.members[i].etcd
-	c.members[i].etcd = nil
+	c.mu.Lock()
+	p := c.members[i].proc
 	c.mu.Unlock()
-	e.Server.HardStop()
-	err := dropPeerConnections(c.members[i].peer.port)
-	e.Close()
-	return err
+	if p == nil {
+		return fmt.Errorf("etcdcluster: member %d is down", i)
+	}
+	p.kill()
+	<-p.exited
+	return nil
 }
 
-// Restart starts stopped member i again on its own data directory and
-// addresses, and waits until it has rejoined the cluster and serves.
+// Restart starts member i, which must be down, on its own data directory
+// and addresses, and returns once it has rejoined the cluster and serves.
 func (c *Cluster) Restart(ctx context.Context, i int) error {
-	c.mu.Lock()
-	if i < 0 || i >= len(c.members) || c.members[i].etcd != nil || c.closed {
-		c.mu.Unlock()
-		return fmt.Errorf("etcdcluster: member %d is not stopped", i)
+	if err := c.check(i); err != nil {
+		return err
 	}
-	c.mu.Unlock()
-	e, err := embed.StartEtcd(c.config(i))
-	if err != nil {
-		return fmt.Errorf("etcdcluster: restart %s: %w", c.members[i].name, err)
+	if err := c.startMember(i); err != nil {
+		return err
 	}
-	c.mu.Lock()
-	if c.closed { // Close ran meanwhile and could not see this member
-		c.mu.Unlock()
-		e.Server.HardStop()
-		e.Close()
-		return fmt.Errorf("etcdcluster: restart %s: the cluster was closed", c.members[i].name)
-	}
-	c.members[i].etcd = e
-	c.mu.Unlock()
-	return ready(ctx, c.members[i])
+	return c.waitReady(ctx, i)
 }
 
-// Close closes every client the cluster handed out, stops every member
-// (halting every Raft first, then closing them side by side: at the end
-// of a test nothing needs a leadership transfer) and gives up the
-// reserved ports. Nothing the cluster started runs after Close returns.
+// Pause stops member i's process with SIGSTOP: it answers nobody, and its
+// connections stay open. Not on Windows (errors.ErrUnsupported).
+func (c *Cluster) Pause(i int) error { return c.signal(i, stop, true) }
+
+// Continue lets a paused member i go on (SIGCONT).
+func (c *Cluster) Continue(i int) error { return c.signal(i, resume, false) }
+
+func (c *Cluster) signal(i int, send func(pid int) error, paused bool) error {
+	if err := c.check(i); err != nil {
+		return err
+	}
+	pid, ok := c.PID(i)
+	if !ok {
+		return fmt.Errorf("etcdcluster: member %d is down", i)
+	}
+	if err := send(pid); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.members[i].paused = paused
+	c.notifyLocked()
+	return nil
+}
+
+// Partition cuts member i off from every other member, both ways: every
+// peer connection from or to it is dropped, and new ones are refused,
+// until Heal. Clients still reach it.
+func (c *Cluster) Partition(i int) error {
+	if err := c.check(i); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.members[i].cut = true
+	c.notifyLocked()
+	c.mu.Unlock()
+	c.peers.partition(i)
+	return nil
+}
+
+// Heal ends every partition; the members connect again on their own.
+func (c *Cluster) Heal() {
+	c.peers.heal()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.members {
+		m.cut = false
+	}
+	c.notifyLocked()
+}
+
+// Close closes every client the cluster handed out, kills every member,
+// closes the proxies and removes the cluster's directory. Nothing the
+// cluster started runs after Close returns.
 func (c *Cluster) Close() error {
 	c.mu.Lock()
 	c.closed = true
-	clients, members := c.clients, c.members
+	clients := c.clients
 	c.clients = nil
+	var procs []*process
+	for _, m := range c.members {
+		if m.proc != nil {
+			procs = append(procs, m.proc)
+		}
+	}
 	c.mu.Unlock()
 	var errs []error
 	for _, client := range clients {
@@ -302,39 +516,20 @@ func (c *Cluster) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	// First halt every member's Raft, so that nobody dials a closing
-	// member, then close them all, side by side (see connections.go).
-	var running []*embed.Etcd
-	for _, m := range members {
-		c.mu.Lock()
-		if m.etcd != nil {
-			running = append(running, m.etcd)
-		}
-		m.etcd = nil
-		c.mu.Unlock()
+	for _, p := range procs {
+		p.kill()
 	}
-	forEach(running, func(e *embed.Etcd) { e.Server.HardStop() })
-	var peerPorts []int
-	for _, m := range members {
-		peerPorts = append(peerPorts, m.peer.port)
+	for _, p := range procs {
+		<-p.exited
 	}
-	errs = append(errs, dropPeerConnections(peerPorts...))
-	forEach(running, (*embed.Etcd).Close)
-	for _, m := range members {
-		for _, r := range []portReservation{m.peer, m.client} {
-			if r.port != 0 {
-				errs = append(errs, r.close())
-			}
+	if c.peers != nil {
+		errs = append(errs, c.peers.close())
+	}
+	for _, m := range c.members {
+		if m.client.port != 0 {
+			errs = append(errs, m.client.close())
 		}
 	}
+	errs = append(errs, os.RemoveAll(c.dir), c.unlock())
 	return errors.Join(errs...)
-}
-
-// forEach calls do on every member at once and returns when all are done.
-func forEach(members []*embed.Etcd, do func(*embed.Etcd)) {
-	var wg sync.WaitGroup
-	for _, e := range members {
-		wg.Go(func() { do(e) })
-	}
-	wg.Wait()
 }

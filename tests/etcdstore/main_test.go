@@ -2,6 +2,7 @@ package etcdstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases/etcd"
+	"leases/internal/roles"
 	"leases/internal/testctx"
 	"leases/tests/etcdcluster"
 )
@@ -23,21 +25,21 @@ var shared struct {
 	once    sync.Once
 	cluster *etcdcluster.Cluster
 	err     error
-	dir     string
 }
 
+// TestMain lets this binary play an etcd member (etcdcluster re-executes
+// it), and closes the shared cluster after the last test. A member of it
+// that ended unbidden fails the run.
 func TestMain(m *testing.M) {
+	roles.Run()
 	code := m.Run()
 	if shared.cluster != nil {
-		if err := shared.cluster.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "close the shared cluster:", err)
+		if err := errors.Join(shared.cluster.Err(), shared.cluster.Close()); err != nil {
+			fmt.Fprintln(os.Stderr, "the shared cluster:", err)
 			code = 1
 		}
 	}
-	if shared.dir != "" {
-		_ = os.RemoveAll(shared.dir)
-	}
-	os.Exit(code)
+	os.Exit(roles.CheckUnused(code))
 }
 
 // sharedCluster starts the shared cluster on first use, bounded by the
@@ -45,10 +47,7 @@ func TestMain(m *testing.M) {
 func sharedCluster(t testing.TB) *etcdcluster.Cluster {
 	t.Helper()
 	shared.once.Do(func() {
-		if shared.dir, shared.err = os.MkdirTemp("", "leases-etcd-"); shared.err != nil {
-			return
-		}
-		shared.cluster, shared.err = etcdcluster.Start(testContext(t), shared.dir, 3)
+		shared.cluster, shared.err = etcdcluster.Start(testContext(t), etcdcluster.Options{})
 	})
 	if shared.err != nil {
 		t.Fatalf("start the shared cluster: %v", shared.err)

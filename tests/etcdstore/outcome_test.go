@@ -23,7 +23,7 @@ import (
 // on afterwards, once the quorum is back.
 func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 	ctx := testContext(t)
-	cluster, err := etcdcluster.Start(ctx, t.TempDir(), 3)
+	cluster, err := etcdcluster.Start(ctx, etcdcluster.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 	}
 
 	for _, i := range []int{1, 2} {
-		if err := cluster.Stop(i); err != nil {
+		if err := cluster.Kill(i); err != nil {
 			t.Fatal(err)
 		}
 	}

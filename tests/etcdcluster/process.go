@@ -1,0 +1,243 @@
+package etcdcluster
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// process is the harness's end of one member process, one incarnation:
+// a restart is a new process.
+type process struct {
+	cmd   *exec.Cmd
+	stdin *os.File // its input; closing it ends the member
+
+	hello  chan struct{} // closed once it said its pid, ID and address, or exited
+	ready  chan struct{} // closed once it serves, or exited
+	exited chan struct{} // closed once it has been waited for
+
+	// Set before hello is closed.
+	pid  int
+	id   string
+	peer string // its peer listener's address
+
+	// ending is set when the harness ends it (Kill, Close): its end is
+	// then no failure.
+	ending atomic.Bool
+	stderr lastWords
+	// waitErr is why waiting failed, leaving the exit status unknown;
+	// set before exited is closed.
+	waitErr error
+}
+
+// startProcess starts member index's process with cfg, wrapped in the
+// words wrap gives (strace and its options, say) if any. onReport is
+// called with every report after the hello, in order; onExit once the
+// process has been waited for.
+func startProcess(cfg memberConfig, wrap []string, onReport func(p *process, r report), onExit func(p *process)) (*process, error) {
+	arg, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cmd, err := memberRole.Command(string(arg))
+	if err != nil {
+		return nil, err
+	}
+	if len(wrap) > 0 {
+		path, err := exec.LookPath(wrap[0])
+		if err != nil {
+			return nil, fmt.Errorf("etcdcluster: wrapper: %w", err)
+		}
+		cmd.Path, cmd.Args = path, append(append(wrap[:len(wrap):len(wrap)], cmd.Path), cmd.Args[1:]...)
+	}
+	childIn, stdin, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, childOut, err := os.Pipe()
+	if err != nil {
+		return nil, errors.Join(err, childIn.Close(), stdin.Close())
+	}
+	p := &process{cmd: cmd, stdin: stdin, hello: make(chan struct{}), ready: make(chan struct{}), exited: make(chan struct{})}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = childIn, childOut, &p.stderr
+	err = cmd.Start()
+	// The child has its own copies; the parent's must go, or the child's
+	// stdout would never reach end-of-file.
+	closeErr := errors.Join(childIn.Close(), childOut.Close())
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("etcdcluster: start %s: %w", cfg.Name, err), stdin.Close(), stdout.Close())
+	}
+	go p.read(stdout, onReport)
+	go func() {
+		p.wait()
+		onExit(p)
+	}()
+	if closeErr != nil {
+		p.kill()
+		return nil, closeErr
+	}
+	return p, nil
+}
+
+// read takes the member's reports until its stdout ends.
+func (p *process) read(stdout *os.File, onReport func(p *process, r report)) {
+	defer stdout.Close()
+	lines := bufio.NewScanner(stdout)
+	greeted, readied := false, false
+	for lines.Scan() {
+		var r report
+		if json.Unmarshal(lines.Bytes(), &r) != nil {
+			continue // not a report: the parent only learns less
+		}
+		switch {
+		case !greeted && r.PID != 0:
+			p.pid, p.id, p.peer = r.PID, r.ID, r.Peer
+			greeted = true
+			close(p.hello)
+		case greeted && r.Ready && !readied:
+			readied = true
+			close(p.ready)
+		}
+		if greeted {
+			onReport(p, r)
+		}
+	}
+	<-p.exited
+	if !greeted {
+		close(p.hello)
+	}
+	if !readied {
+		close(p.ready)
+	}
+}
+
+// wait waits for the process to end. When waiting fails, how it ended is
+// unknown and it may not have ended at all: it is killed, so that no
+// member outlives a harness that lost track of it.
+func (p *process) wait() {
+	defer close(p.exited)
+	err := p.cmd.Wait()
+	_ = p.stdin.Close()
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	p.waitErr = err
+	_ = p.cmd.Process.Kill()
+	_, _ = p.cmd.Process.Wait()
+}
+
+// kill ends the process with SIGKILL (TerminateProcess on Windows): the
+// member itself first, then a wrapper standing between, which would
+// otherwise let it go on alone. It does not wait.
+func (p *process) kill() {
+	p.ending.Store(true)
+	select {
+	case <-p.hello:
+		if p.pid != 0 && p.pid != p.cmd.Process.Pid {
+			if member, err := os.FindProcess(p.pid); err == nil {
+				_ = member.Kill()
+			}
+		}
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+}
+
+// running reports whether the process has not exited.
+func (p *process) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// ended says how the process ended, with its last words; call it once
+// exited is closed.
+func (p *process) ended() string {
+	how := "exit status unknown: "
+	if p.waitErr != nil {
+		how += p.waitErr.Error()
+	} else {
+		how = p.cmd.ProcessState.String()
+	}
+	if words := p.stderr.String(); words != "" {
+		how += ": " + words
+	}
+	return how
+}
+
+// lastWords keeps what tells why a process failed, from what it writes
+// on stderr: the first line that says it fails (a panic, a fatal error,
+// a log line at error level or above), else the last line.
+type lastWords struct {
+	mu      sync.Mutex
+	first   string // the first telling line
+	last    string // the last line
+	partial []byte // a line not yet ended
+}
+
+// telling are the starts of lines that say why a process fails.
+var telling = []string{"panic: ", "fatal error: ", "fatal\t", "panic\t", "dpanic\t", "error\t", "etcd-member: "}
+
+func (w *lastWords) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, b...)
+	for {
+		line, rest, ok := bytes.Cut(w.partial, []byte("\n"))
+		if !ok {
+			break
+		}
+		w.note(string(line))
+		w.partial = rest
+	}
+	if len(w.partial) > 4096 { // a line without end: keep its start
+		w.note(string(w.partial))
+		w.partial = nil
+	}
+	return len(b), nil
+}
+
+func (w *lastWords) note(line string) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return
+	}
+	if len(line) > 400 {
+		line = line[:400] + "..."
+	}
+	w.last = line
+	if w.first == "" {
+		for _, start := range telling {
+			if strings.HasPrefix(line, start) {
+				w.first = line
+			}
+		}
+	}
+}
+
+// String is the telling line, else the last one; quoted, on one line.
+func (w *lastWords) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	line := w.first
+	if line == "" {
+		line = w.last
+	}
+	if line == "" && len(w.partial) > 0 {
+		line = strings.TrimSpace(string(w.partial))
+	}
+	if line == "" {
+		return ""
+	}
+	return fmt.Sprintf("%q", strings.ReplaceAll(line, "\t", " "))
+}
