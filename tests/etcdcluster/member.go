@@ -18,9 +18,12 @@ import (
 	"leases/internal/roles"
 )
 
-// memberRole is the part a member process plays: this binary, re-executed
-// (see package roles), runs one etcd member with embed.
-var memberRole = roles.Register("etcd-member", playMember)
+// MemberRole is the part a member process plays: this binary, re-executed
+// (see package roles), runs one etcd member with embed. A test binary
+// whose members are started by a child of its own (the command it plays)
+// calls MemberRole.MaySkip, so that roles.CheckUnused does not count the
+// role as forgotten.
+var MemberRole = roles.Register("etcd-member", playMember)
 
 // memberConfig is what a member process is told, as its one argument.
 type memberConfig struct {

@@ -46,7 +46,7 @@ func startProcess(cfg memberConfig, wrap []string, onReport func(p *process, r r
 	if err != nil {
 		return nil, err
 	}
-	cmd, err := memberRole.Command(string(arg))
+	cmd, err := MemberRole.Command(string(arg))
 	if err != nil {
 		return nil, err
 	}
@@ -176,21 +176,34 @@ func (p *process) ended() string {
 }
 
 // lastWords keeps what tells why a process failed, from what it writes
-// on stderr: the first line that says it fails (a panic, a fatal error,
-// a log line at error level or above), else the last line.
+// on stderr: the first line of the most telling kind (a Go panic or fatal
+// error, with the function it happened in; then a fatal or panic log line;
+// then the member's own complaint; then an error log line), else the last
+// line.
 type lastWords struct {
 	mu      sync.Mutex
-	first   string // the first telling line
+	best    string // the first line of the most telling kind seen
+	rank    int    // its rank in telling, len(telling) when none
+	stack   int    // 1: best is a panic whose stack is to come; 2: the next line is its top frame
 	last    string // the last line
 	partial []byte // a line not yet ended
 }
 
-// telling are the starts of lines that say why a process fails.
-var telling = []string{"panic: ", "fatal error: ", "fatal\t", "panic\t", "dpanic\t", "error\t", "etcd-member: "}
+// telling are the starts of lines that say why a process fails, most
+// telling first; lines of one rank are equal.
+var telling = [][]string{
+	{"panic: ", "fatal error: "},
+	{"fatal\t", "panic\t", "dpanic\t"},
+	{"etcd-member: "},
+	{"error\t"},
+}
 
 func (w *lastWords) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.best == "" && w.rank == 0 {
+		w.rank = len(telling)
+	}
 	w.partial = append(w.partial, b...)
 	for {
 		line, rest, ok := bytes.Cut(w.partial, []byte("\n"))
@@ -216,20 +229,53 @@ func (w *lastWords) note(line string) {
 		line = line[:400] + "..."
 	}
 	w.last = line
-	if w.first == "" {
-		for _, start := range telling {
+	switch {
+	case w.stack == 1 && strings.HasPrefix(line, "goroutine "):
+		w.stack = 2 // "goroutine 1 [running]:"; its top frame is next
+		return
+	case w.stack == 2:
+		w.stack = 0
+		w.best += " in " + function(line)
+		return
+	}
+	for rank := 0; rank < w.rank; rank++ {
+		for _, start := range telling[rank] {
 			if strings.HasPrefix(line, start) {
-				w.first = line
+				w.best, w.rank = line, rank
+				if rank == 0 {
+					w.stack = 1
+				}
+				return
 			}
 		}
 	}
+}
+
+// function is the function a stack frame's line names: the line without
+// its arguments, "pkg.(*T).M" of "pkg.(*T).M(0x1, ...)".
+func function(frame string) string {
+	if !strings.HasSuffix(frame, ")") {
+		return frame
+	}
+	depth := 0
+	for i := len(frame) - 1; i >= 0; i-- {
+		switch frame[i] {
+		case ')':
+			depth++
+		case '(':
+			if depth--; depth == 0 {
+				return frame[:i]
+			}
+		}
+	}
+	return frame
 }
 
 // String is the telling line, else the last one; quoted, on one line.
 func (w *lastWords) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	line := w.first
+	line := w.best
 	if line == "" {
 		line = w.last
 	}
