@@ -82,16 +82,26 @@ func (a *authority) Holder(ctx context.Context, resource string, now int64) (lea
 // Changed implements [leases.Watcher] with an etcd watch on the resource's
 // row, from the revision after a read made by this call: any process's
 // grant, renewal or release committed after the call closes the channel.
+// The watch requires a leader: a member that loses its leader ends it,
+// which closes the channel too, so that the waiter looks again (through
+// another member) rather than wait on one that hears of no change.
 func (a *authority) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
 	if err := rules.CheckName("resource", resource); err != nil {
 		return nil, err
 	}
 	key := a.store.key(authorityKind, resource)
-	resp, err := a.store.client.Get(ctx, key)
+	// A Get, which etcd's client itself asks again of the next member
+	// when one refuses it for want of a leader.
+	bounded, cancelGet := a.store.bound(ctx)
+	resp, err := a.store.client.Get(bounded, key)
 	if err != nil {
-		return nil, fmt.Errorf("watch %q: %w", resource, rules.BeforeCommit(ctx, err))
+		err = rules.BeforeCommit(ctx, boundEnded(bounded, rules.WithContext(bounded, err)))
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	cancelGet()
+	if err != nil {
+		return nil, fmt.Errorf("watch %q: %w", resource, err)
+	}
+	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	events := a.store.client.Watch(ctx, key, clientv3.WithRev(resp.Header.Revision+1))
 	changed := make(chan struct{})
 	go func() {

@@ -22,6 +22,7 @@ import (
 
 	"leases/etcd"
 	"leases/internal/backend"
+	"leases/internal/command"
 	"leases/tests/etcdcluster"
 )
 
@@ -83,9 +84,14 @@ type clientStore struct {
 }
 
 // newClientStore is a store on client under prefix, closing client when
-// it closes.
+// it closes. Its calls are bounded by the command's bound for a hung run,
+// not etcd.DefaultCallTimeout: on a loaded machine a healthy call can take
+// longer than a second (the whole run took 28 s at load 10), and a call
+// cut there would be an unknown outcome in the middle of a scenario,
+// which then shows a step it does not mean to. What ends a hung run is
+// the run's own timeout.
 func newClientStore(client *clientv3.Client, prefix string) clientStore {
-	return clientStore{etcd.New(client, etcd.Options{Prefix: prefix}), client}
+	return clientStore{etcd.New(client, etcd.Options{Prefix: prefix, CallTimeout: command.DefaultTimeout}), client}
 }
 
 func (s clientStore) Close() error { return s.client.Close() }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -55,6 +56,18 @@ func sharedCluster(t testing.TB) *etcdcluster.Cluster {
 	return shared.cluster
 }
 
+// ownCluster is a cluster of the test's own, for a test that kills,
+// pauses or cuts off members.
+func ownCluster(t *testing.T) *etcdcluster.Cluster {
+	t.Helper()
+	c, err := etcdcluster.Start(testContext(t), etcdcluster.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // testContext bounds a test's waits by its deadline, less a margin so that
 // a hang fails with a message (testctx.Context); it never paces anything.
 func testContext(t testing.TB) context.Context { return testctx.Context(t) }
@@ -75,8 +88,20 @@ func prefix(t testing.TB) string {
 	return "/test/" + strings.ReplaceAll(t.Name(), "/", "|") + "/"
 }
 
+// options are a store's under the test's own prefix, with a call bound
+// that never cuts a call of a slow but working run (callBound).
+func options(t testing.TB) etcd.Options {
+	return etcd.Options{Prefix: prefix(t), CallTimeout: callBound(t)}
+}
+
+// callBound is the test's own bound (testctx.Bound), at most a day: the
+// tests here are about what etcd decides, and a call cut by
+// etcd.DefaultCallTimeout on a loaded machine would be an unknown outcome
+// no test expects. The partition tests measure the default.
+func callBound(t testing.TB) time.Duration { return min(testctx.Bound(t), 24*time.Hour) }
+
 // newStore is a store on the shared cluster under the test's own prefix.
 func newStore(t testing.TB) *etcd.Store {
 	t.Helper()
-	return etcd.New(client(t), etcd.Options{Prefix: prefix(t)})
+	return etcd.New(client(t), options(t))
 }

@@ -12,7 +12,6 @@ import (
 	"leases"
 	"leases/etcd"
 	"leases/internal/contract"
-	"leases/tests/etcdcluster"
 )
 
 // The three kinds of errors, on a cluster of the test's own that loses its
@@ -22,12 +21,7 @@ import (
 // acquire then returning the lease it would have granted. The store goes
 // on afterwards, once the quorum is back.
 func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
-	ctx := testContext(t)
-	cluster, err := etcdcluster.Start(ctx, etcdcluster.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cluster.Close() })
+	ctx, cluster := testContext(t), ownCluster(t)
 	const survivor = 0
 	c, err := cluster.MemberClient(ctx, survivor)
 	if err != nil {
@@ -35,7 +29,7 @@ func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 	}
 	atCommit := &endAtCommit{KV: c.KV}
 	c.KV = atCommit
-	store := etcd.New(c, etcd.Options{})
+	store := etcd.New(c, etcd.Options{CallTimeout: callBound(t)})
 	a := store.Authority()
 	held, err := a.Acquire(ctx, "r", "A", 0, 100)
 	if err != nil {
@@ -71,7 +65,7 @@ func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 	}
 	// A store that has seen nothing guesses the row absent, which decides
 	// a refusal; a refusal is confirmed by a transaction that only reads.
-	noGuess := etcd.New(c, etcd.Options{}).Authority()
+	noGuess := etcd.New(c, etcd.Options{CallTimeout: callBound(t)}).Authority()
 	if _, err := noGuess.Renew(readBound(), held, 1, 100); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, leases.ErrOutcomeUnknown) {
 		t.Fatalf("renew whose read cannot complete: %v; want a failure before commit", err)
 	}

@@ -13,9 +13,8 @@ import (
 // released lease's expiry, and not before.
 func TestSessionWaitLearnsOfAnotherClientsRelease(t *testing.T) {
 	ctx := testContext(t)
-	p := prefix(t)
-	holderSide := etcd.New(client(t), etcd.Options{Prefix: p}).Authority()
-	waiterSide := etcd.New(client(t), etcd.Options{Prefix: p}).Authority()
+	holderSide := etcd.New(client(t), options(t)).Authority()
+	waiterSide := etcd.New(client(t), options(t)).Authority()
 	clk := clock.NewManual(0)
 	a, err := session.Start(ctx, holderSide, clk, "r", "A", session.Options{TTL: 50, Margin: 1, RenewAfter: 100})
 	if err != nil {
