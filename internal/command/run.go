@@ -146,8 +146,8 @@ func endOnFailure(ctx context.Context, running backend.Running) (context.Context
 // defaults, except on etcd, where every step is a round trip through a
 // three-member cluster whose members share this machine's cores. There
 // the default bounds take about 30 s; with the smaller bounds the whole
-// command takes about 2 s (docs/performance.md). A test of the etcd module explores the default bounds on etcd
-// and finds SQLite's figures.
+// command takes about 2 s (docs/performance.md). A test of tests/etcdstore
+// explores the default bounds on etcd and finds SQLite's figures.
 func BoundsFor(backend string) explore.Bounds {
 	if backend == "etcd" {
 		return SmallBounds
