@@ -136,8 +136,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, errors.Join(err, c.Close())
 		}
 	}
+	// A member that fails meanwhile ends the wait: without it the others
+	// may never be ready.
 	for i := range n {
-		if err := c.waitReady(ctx, i); err != nil {
+		if err := c.waitReady(ctx, i, c.failed); err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
 	}
@@ -253,8 +255,9 @@ func (c *Cluster) Err() error {
 	}
 }
 
-// waitReady waits until member i serves, fails, or ctx ends.
-func (c *Cluster) waitReady(ctx context.Context, i int) error {
+// waitReady waits until member i serves, fails, or ctx ends, or failed
+// is closed.
+func (c *Cluster) waitReady(ctx context.Context, i int, failed <-chan struct{}) error {
 	c.mu.Lock()
 	p, name := c.members[i].proc, c.members[i].name
 	c.mu.Unlock()
@@ -263,6 +266,8 @@ func (c *Cluster) waitReady(ctx context.Context, i int) error {
 	}
 	select {
 	case <-p.ready: // closed also when the process ended first
+	case <-failed:
+		return fmt.Errorf("etcdcluster: waiting for %s to be ready: %w", name, c.Err())
 	case <-ctx.Done():
 		return fmt.Errorf("etcdcluster: waiting for %s to be ready: %w", name, context.Cause(ctx))
 	}
@@ -440,7 +445,7 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 	if err := c.startMember(i); err != nil {
 		return err
 	}
-	return c.waitReady(ctx, i)
+	return c.waitReady(ctx, i, nil)
 }
 
 // Pause stops member i's process with SIGSTOP: it answers nobody, and its
