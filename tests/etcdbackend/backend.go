@@ -134,9 +134,17 @@ func (r *running) NewPlace(ctx context.Context, scenario string) (backend.Place,
 }
 
 // Explorable implements backend.Running: a store on a fresh prefix whose
-// snapshot is every key under it.
+// snapshot is every key under it. Its client talks to the leader alone:
+// the explorer's steps are sequential round trips, and one sent to a
+// follower waits for it to forward the proposal to the leader and to
+// learn of the commit, two more hops between processes; no member fails
+// while the explorer runs.
 func (r *running) Explorable(ctx context.Context) (backend.Explorable, error) {
-	client, err := r.cluster.Client(ctx)
+	leader, err := r.cluster.Leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	client, err := r.cluster.MemberClient(ctx, leader)
 	if err != nil {
 		return nil, err
 	}

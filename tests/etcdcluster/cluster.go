@@ -287,18 +287,24 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 // peerTarget is the address of member i's peer listener; ok is false
-// while member i is down or has not said its address yet. The proxy then
-// drops the connection at once, as a closed port would: a starting member
-// asks its peers whether the cluster exists already, and a proxy that
-// waited for a peer starting at the same time would hold it for its whole
-// bootstrap timeout (1 s a peer) instead of letting it find out at once.
-func (c *Cluster) peerTarget(i int) (addr string, ok bool) {
+// while member i is down. When its process has not said its address yet,
+// peerTarget waits for it if wait is set, and otherwise answers false at
+// once. The proxy waits for a connection that carries Raft messages
+// (tagged with X-Server-From): members start side by side, and a peer's
+// stream dropped there would be dialed again only after rafthttp's retry
+// interval (100 ms). It does not wait for an untagged request: a starting
+// member asks its peers whether the cluster exists already, and a proxy
+// that held that request until a peer starting at the same time said its
+// address would hold it for that member's whole bootstrap timeout (1 s a
+// peer), while a dropped one tells it at once.
+func (c *Cluster) peerTarget(i int, wait bool) (addr string, ok bool) {
 	c.mu.Lock()
 	p := c.members[i].proc
 	c.mu.Unlock()
-	if p == nil || !isClosed(p.hello) {
+	if p == nil || (!wait && !isClosed(p.hello)) {
 		return "", false
 	}
+	<-p.hello // closed also when the process ends first
 	return p.peer, p.peer != "" && p.running()
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -73,6 +74,10 @@ func playMember(args []string) int {
 		os.Exit(0) // the parent is gone: nobody waits for a goodbye
 	}()
 	wal.SegmentSizeBytes = cfg.WALSegment
+	// One P: a member serves one request at a time in the tests, and
+	// three members, a caller and its workers share a few cores; more
+	// Ps only spin, looking for work, at every wake-up.
+	runtime.GOMAXPROCS(1)
 	e, err := embed.StartEtcd(cfg.embed())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "etcd-member: start:", err)

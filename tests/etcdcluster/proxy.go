@@ -70,9 +70,10 @@ func (l *link) close() {
 
 // peerNet is the proxies and the partitions between them.
 type peerNet struct {
-	// target returns the address of member i's peer listener; ok is
-	// false while there is none to forward to.
-	target    func(i int) (addr string, ok bool)
+	// target returns the address of member i's peer listener, waiting
+	// for a starting member to say it if wait is set; ok is false while
+	// there is none to forward to.
+	target    func(i int, wait bool) (addr string, ok bool)
 	listeners []net.Listener
 	wg        sync.WaitGroup
 
@@ -84,7 +85,7 @@ type peerNet struct {
 }
 
 // listenPeers opens one proxy listener per member on a loopback port.
-func listenPeers(members int, target func(int) (string, bool)) (*peerNet, error) {
+func listenPeers(members int, target func(int, bool) (string, bool)) (*peerNet, error) {
 	n := &peerNet{target: target, ids: make([]string, members), cut: map[int]bool{}, links: map[*link]bool{}}
 	for range members {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -134,7 +135,7 @@ func (n *peerNet) forward(down net.Conn, to int) {
 		l.close()
 		return
 	}
-	addr, running := n.target(to)
+	addr, running := n.target(to, from != "")
 	if !running {
 		l.close()
 		return
