@@ -266,13 +266,20 @@ func (p *place) OpenMember(ctx context.Context, i int) (backend.Store, error) {
 // explorable is a store whose snapshot is every key under its prefix with
 // its value, in key order: two snapshots are equal exactly when the keys
 // and values are, whatever their revisions.
+//
+// Its reads are serializable, answered by the member from what it has
+// applied, without the round of heartbeats a linearizable read costs: its
+// client talks to one member (the leader, see Explorable), which answers
+// every write of this store only once it has applied it, and nothing else
+// writes under the prefix while the explorer runs, so what it has applied
+// is everything there is.
 type explorable struct {
 	clientStore
 	prefix string
 }
 
 func (e explorable) Snapshot(ctx context.Context) ([]byte, error) {
-	resp, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	resp, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend), clientv3.WithSerializable())
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
@@ -291,7 +298,7 @@ func (e explorable) Restore(ctx context.Context, snapshot []byte) error {
 	if err := json.Unmarshal(snapshot, &pairs); err != nil {
 		return fmt.Errorf("restore: not a snapshot: %w", err)
 	}
-	now, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	now, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithSerializable())
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}

@@ -9,9 +9,10 @@
 //
 // What the harness controls: Kill (SIGKILL), Pause and Continue (SIGSTOP
 // and SIGCONT; not on Windows), Restart, and Partition and Heal: every
-// member's peer traffic runs through a proxy of the harness (proxy.go),
-// which can cut a member off from the others both ways. Client traffic
-// goes to the members directly.
+// member's peer traffic runs through a proxy on its advertised peer URL,
+// in the member's own process (proxy.go), which the harness tells over
+// the member's stdin which members are cut off. Client traffic goes to
+// the members directly.
 //
 // Order comes from handshakes, never from sleeps: a member reports on its
 // stdout, one JSON line each, that it listens (its pid, Raft ID and peer
@@ -79,7 +80,6 @@ type Options struct {
 type Cluster struct {
 	dir     string
 	unlock  func() error
-	peers   *peerNet
 	members []*member
 	wrap    func(int) []string
 
@@ -91,11 +91,13 @@ type Cluster struct {
 	changed chan struct{} // closed and replaced when a member's state changes
 	clients []*clientv3.Client
 	closed  bool
+	seq     int64 // of the last command sent to the members
 }
 
 // member is one member's state across its incarnations.
 type member struct {
 	name   string
+	peer   portReservation // its advertised peer URL, where its proxy listens
 	client portReservation
 	id     string   // its Raft ID (hex), once known; the same on every restart
 	proc   *process // the current process; nil while down
@@ -122,12 +124,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	for i := range n {
 		m := &member{name: "m" + strconv.Itoa(i)}
 		c.members = append(c.members, m)
-		if m.client, err = reservePort(); err != nil {
+		if m.peer, err = reservePort(); err == nil {
+			m.client, err = reservePort()
+		}
+		if err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
-	}
-	if c.peers, err = listenPeers(n, c.peerTarget); err != nil {
-		return nil, errors.Join(err, c.Close())
 	}
 	// Start every member before waiting for any: none is ready before a
 	// quorum has elected a leader.
@@ -149,11 +151,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// config is member i's configuration; the same on every start.
+// config is member i's configuration: the same on every start, but for
+// the members cut off then; c.mu is held.
 func (c *Cluster) config(i int) memberConfig {
 	names, urls := make([]string, len(c.members)), make([]string, len(c.members))
 	for j, m := range c.members {
-		names[j], urls[j] = m.name, c.peers.url(j)
+		names[j], urls[j] = m.name, loopbackURL(m.peer)
 	}
 	return memberConfig{
 		Name:           c.members[i].name,
@@ -162,15 +165,17 @@ func (c *Cluster) config(i int) memberConfig {
 		PeerURL:        urls[i],
 		ClientURL:      c.endpoint(i),
 		ReusePort:      reusePort,
+		Cut:            c.cutLocked(),
 		TickMs:         TickMs,
 		ElectionMs:     ElectionMs,
 		WALSegment:     WALSegmentBytes,
 	}
 }
 
-func (c *Cluster) endpoint(i int) string {
-	return "http://127.0.0.1:" + strconv.Itoa(c.members[i].client.port)
-}
+func (c *Cluster) endpoint(i int) string { return loopbackURL(c.members[i].client) }
+
+// loopbackURL is the http URL of a reserved loopback port.
+func loopbackURL(r portReservation) string { return "http://127.0.0.1:" + strconv.Itoa(r.port) }
 
 // startMember starts a process for member i, which must be down.
 func (c *Cluster) startMember(i int) error {
@@ -197,9 +202,6 @@ func (c *Cluster) startMember(i int) error {
 
 // reported takes a report of member i's process p.
 func (c *Cluster) reported(i int, p *process, r report) {
-	if r.ID != "" {
-		c.peers.setID(i, r.ID)
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.members[i]
@@ -211,6 +213,9 @@ func (c *Cluster) reported(i int, p *process, r report) {
 	}
 	if r.Leader != "" {
 		m.view = r.Leader
+	}
+	if r.Ack > p.acked {
+		p.acked = r.Ack
 	}
 	c.notifyLocked()
 }
@@ -284,28 +289,6 @@ func isClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-// peerTarget is the address of member i's peer listener; ok is false
-// while member i is down. When its process has not said its address yet,
-// peerTarget waits for it if wait is set, and otherwise answers false at
-// once. The proxy waits for a connection that carries Raft messages
-// (tagged with X-Server-From): members start side by side, and a peer's
-// stream dropped there would be dialed again only after rafthttp's retry
-// interval (100 ms). It does not wait for an untagged request: a starting
-// member asks its peers whether the cluster exists already, and a proxy
-// that held that request until a peer starting at the same time said its
-// address would hold it for that member's whole bootstrap timeout (1 s a
-// peer), while a dropped one tells it at once.
-func (c *Cluster) peerTarget(i int, wait bool) (addr string, ok bool) {
-	c.mu.Lock()
-	p := c.members[i].proc
-	c.mu.Unlock()
-	if p == nil || (!wait && !isClosed(p.hello)) {
-		return "", false
-	}
-	<-p.hello // closed also when the process ends first
-	return p.peer, p.peer != "" && p.running()
 }
 
 // Members is how many members the cluster has, running or not.
@@ -481,28 +464,75 @@ func (c *Cluster) signal(i int, send func(pid int) error, paused bool) error {
 
 // Partition cuts member i off from every other member, both ways: every
 // peer connection from or to it is dropped, and new ones are refused,
-// until Heal. Clients still reach it.
+// until Heal. Clients still reach it. It returns once every member that
+// runs has applied it, except a paused one, which applies it as soon as
+// it is continued (and may pass a message or two first).
 func (c *Cluster) Partition(i int) error {
 	if err := c.check(i); err != nil {
 		return err
 	}
 	c.mu.Lock()
+	if c.members[i].id == "" {
+		c.mu.Unlock()
+		return fmt.Errorf("etcdcluster: member %d never started", i)
+	}
 	c.members[i].cut = true
-	c.notifyLocked()
-	c.mu.Unlock()
-	c.peers.partition(i)
-	return nil
+	return c.commandLocked()
 }
 
-// Heal ends every partition; the members connect again on their own.
-func (c *Cluster) Heal() {
-	c.peers.heal()
+// Heal ends every partition; the members connect again on their own. It
+// returns once every member that runs and is not paused has applied it.
+func (c *Cluster) Heal() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, m := range c.members {
 		m.cut = false
 	}
+	return c.commandLocked()
+}
+
+// cutLocked is the IDs of the members cut off; c.mu is held.
+func (c *Cluster) cutLocked() []string {
+	cut := []string{}
+	for _, m := range c.members {
+		if m.cut {
+			cut = append(cut, m.id)
+		}
+	}
+	return cut
+}
+
+// commandLocked tells every running member which members are cut off,
+// releases c.mu, and waits until each that is not paused has said it
+// applied it, or has ended.
+func (c *Cluster) commandLocked() error {
+	c.seq++
+	cmd := command{Seq: c.seq, Cut: c.cutLocked()}
+	var told []*process
+	var errs []error
+	for _, m := range c.members {
+		if m.proc == nil {
+			continue
+		}
+		if err := m.proc.send(cmd); err != nil {
+			errs = append(errs, fmt.Errorf("etcdcluster: tell %s: %w", m.name, err))
+		} else if !m.paused {
+			told = append(told, m.proc)
+		}
+	}
 	c.notifyLocked()
+	for {
+		waiting := false
+		for _, p := range told {
+			waiting = waiting || (p.acked < cmd.Seq && p.running())
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		if !waiting {
+			return errors.Join(errs...)
+		}
+		<-changed // an acknowledgement, or a member's end
+		c.mu.Lock()
+	}
 }
 
 // Close closes every client the cluster handed out, kills every member,
@@ -533,12 +563,11 @@ func (c *Cluster) Close() error {
 	for _, p := range procs {
 		<-p.exited
 	}
-	if c.peers != nil {
-		errs = append(errs, c.peers.close())
-	}
 	for _, m := range c.members {
-		if m.client.port != 0 {
-			errs = append(errs, m.client.close())
+		for _, r := range []portReservation{m.peer, m.client} {
+			if r.port != 0 {
+				errs = append(errs, r.close())
+			}
 		}
 	}
 	errs = append(errs, os.RemoveAll(c.dir), c.unlock())

@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,26 +29,35 @@ var MemberRole = roles.Register("etcd-member", playMember)
 
 // memberConfig is what a member process is told, as its one argument.
 type memberConfig struct {
-	Name           string `json:"name"`
-	Dir            string `json:"dir"`
-	InitialCluster string `json:"initial_cluster"` // name=advertised peer URL, ...
-	PeerURL        string `json:"peer_url"`        // advertised: the member's proxy
-	ClientURL      string `json:"client_url"`      // listened on and advertised
-	ReusePort      bool   `json:"reuse_port"`      // bind ClientURL beside a reservation (ports_unix.go)
-	TickMs         uint   `json:"tick_ms"`
-	ElectionMs     uint   `json:"election_ms"`
-	WALSegment     int64  `json:"wal_segment_bytes"`
+	Name           string   `json:"name"`
+	Dir            string   `json:"dir"`
+	InitialCluster string   `json:"initial_cluster"` // name=advertised peer URL, ...
+	PeerURL        string   `json:"peer_url"`        // advertised; the member's proxy listens on it
+	ClientURL      string   `json:"client_url"`      // listened on and advertised
+	ReusePort      bool     `json:"reuse_port"`      // bind both beside the harness's reservations (ports_unix.go)
+	Cut            []string `json:"cut"`             // IDs of the members cut off as it starts
+	TickMs         uint     `json:"tick_ms"`
+	ElectionMs     uint     `json:"election_ms"`
+	WALSegment     int64    `json:"wal_segment_bytes"`
 }
 
 // report is one line a member process writes on its stdout, as JSON: a
-// hello once it listens, ready once it serves, then its view of the
-// leader each time it learns of a new one.
+// hello once etcd runs, ready once it serves, its view of the leader each
+// time it learns of a new one, and the acknowledgement of each command.
 type report struct {
 	PID    int    `json:"pid,omitempty"`
-	ID     string `json:"id,omitempty"`   // its Raft member ID, as etcd prints it (hex)
-	Peer   string `json:"peer,omitempty"` // the address its peer listener got
+	ID     string `json:"id,omitempty"` // its Raft member ID, as etcd prints it (hex)
 	Ready  bool   `json:"ready,omitempty"`
 	Leader string `json:"leader,omitempty"` // the member ID it now follows or is
+	Ack    int64  `json:"ack,omitempty"`    // the sequence number of a command applied
+}
+
+// command is one line the harness writes on a member's stdin, as JSON:
+// the members cut off from now on (the whole set, so that a command
+// repeated changes nothing), numbered for its acknowledgement.
+type command struct {
+	Seq int64    `json:"seq"`
+	Cut []string `json:"cut"`
 }
 
 // playMember runs one member until its input ends (its parent is gone or
@@ -69,10 +79,14 @@ func playMember(args []string) int {
 		fmt.Fprintln(os.Stderr, "etcd-member:", err)
 		return 1
 	}
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		os.Exit(0) // the parent is gone: nobody waits for a goodbye
-	}()
+	proxyListener, err := listenPeer(strings.TrimPrefix(cfg.PeerURL, "http://"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcd-member: peer proxy:", err)
+		return 1
+	}
+	proxy := newPeerProxy(proxyListener, cfg.Cut)
+	var out reporter
+	go obey(os.Stdin, proxy, &out)
 	wal.SegmentSizeBytes = cfg.WALSegment
 	// One P: a member serves one request at a time in the tests, and
 	// three members, a caller and its workers share a few cores; more
@@ -83,8 +97,8 @@ func playMember(args []string) int {
 		fmt.Fprintln(os.Stderr, "etcd-member: start:", err)
 		return 1
 	}
-	var out reporter
-	out.send(report{PID: os.Getpid(), ID: e.Server.MemberID().String(), Peer: e.Peers[0].Listener.Addr().String()})
+	proxy.start(e.Server.MemberID().String(), e.Peers[0].Listener.Addr().String())
+	out.send(report{PID: os.Getpid(), ID: e.Server.MemberID().String()})
 	go func() {
 		for {
 			// Take the notification before reading the leader, so that
@@ -119,6 +133,23 @@ func playMember(args []string) int {
 	return 1
 }
 
+// obey applies the harness's commands to the proxy, acknowledging each,
+// until its input ends: then the harness is gone, or done with this
+// member, and the member exits at once; nobody waits for a goodbye.
+func obey(in io.Reader, proxy *peerProxy, out *reporter) {
+	lines := bufio.NewScanner(in)
+	for lines.Scan() {
+		var cmd command
+		if err := json.Unmarshal(lines.Bytes(), &cmd); err != nil {
+			fmt.Fprintln(os.Stderr, "etcd-member: garbled command:", err)
+			os.Exit(2)
+		}
+		proxy.setCut(cmd.Cut)
+		out.send(report{Ack: cmd.Seq})
+	}
+	os.Exit(0)
+}
+
 // reporter writes reports, one whole line at a time.
 type reporter struct{ mu sync.Mutex }
 
@@ -134,8 +165,9 @@ func (r *reporter) send(rep report) {
 // embed is the member's embed configuration: a new cluster the first
 // time, and the same data directory, which embed then recognises, on a
 // restart. The peer listener takes any free port (the proxy in front of
-// it is what the others dial); the client listener takes the reserved
-// port, so that clients find a restarted member where it was.
+// it, on the reserved peer port, is what the others dial); the client
+// listener takes the reserved client port, so that clients find a
+// restarted member where it was.
 func (cfg memberConfig) embed() *embed.Config {
 	e := embed.NewConfig()
 	e.Name = cfg.Name

@@ -3,7 +3,9 @@
 package etcdcluster
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -67,4 +69,19 @@ func (r portReservation) close() error { return syscall.Close(r.fd) }
 func (r portReservation) closeAfter(err error) error {
 	_ = r.close()
 	return err
+}
+
+// listenPeer listens on addr beside the harness's reservation of its port
+// (SO_REUSEPORT): a member's proxy, on the member's advertised peer URL.
+func listenPeer(addr string) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if ctrl := c.Control(func(fd uintptr) {
+			err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		}); ctrl != nil {
+			return ctrl
+		}
+		return err
+	}}
+	return lc.Listen(context.Background(), "tcp", addr)
 }

@@ -24,9 +24,11 @@ type process struct {
 	exited chan struct{} // closed once it has been waited for
 
 	// Set before hello is closed.
-	pid  int
-	id   string
-	peer string // its peer listener's address
+	pid int
+	id  string
+
+	// acked is the last command it acknowledged; under Cluster.mu.
+	acked int64
 
 	// ending is set when the harness ends it (Kill, Close): its end is
 	// then no failure.
@@ -86,6 +88,17 @@ func startProcess(cfg memberConfig, wrap []string, onReport func(p *process, r r
 	return p, nil
 }
 
+// send writes a command on the member's stdin. The pipe holds far more
+// than a command; a paused member reads it when continued.
+func (p *process) send(cmd command) error {
+	line, err := json.Marshal(cmd)
+	if err != nil {
+		return err
+	}
+	_, err = p.stdin.Write(append(line, '\n'))
+	return err
+}
+
 // read takes the member's reports until its stdout ends.
 func (p *process) read(stdout *os.File, onReport func(p *process, r report)) {
 	defer stdout.Close()
@@ -98,7 +111,7 @@ func (p *process) read(stdout *os.File, onReport func(p *process, r report)) {
 		}
 		switch {
 		case !greeted && r.PID != 0:
-			p.pid, p.id, p.peer = r.PID, r.ID, r.Peer
+			p.pid, p.id = r.PID, r.ID
 			greeted = true
 			close(p.hello)
 		case greeted && r.Ready && !readied:

@@ -86,7 +86,7 @@ func TestWritesFollowTheElectionAfterAFault(t *testing.T) {
 		name       string
 		fault, end func(i int) error
 	}{
-		{"leader partitioned", c.Partition, func(int) error { c.Heal(); return nil }},
+		{"leader partitioned", c.Partition, func(int) error { return c.Heal() }},
 		{"leader killed", c.Kill, func(i int) error { return c.Restart(ctx, i) }},
 		{"leader paused", c.Pause, c.Continue},
 	}
