@@ -63,6 +63,7 @@ type Running interface {
 // Failing is a Running that can fail by itself while a run uses it: a
 // cluster whose member process ends unbidden, say. Failed is closed then,
 // and Err says why; a run on it ends at once, with that as its error.
+// Once Close has returned, Err knows of every such failure.
 type Failing interface {
 	Failed() <-chan struct{}
 	Err() error

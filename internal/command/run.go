@@ -112,19 +112,23 @@ func runBackend(ctx context.Context, kind backend.Kind, opts Options, stats *Bac
 	}
 	ctx, stop := endOnFailure(ctx, running)
 	section, err := runOn(ctx, kind, running, bounds, opts, stats)
-	if failure := stop(); failure != nil {
-		err = fmt.Errorf("%s: %w", kind.Name(), failure) // what the run's steps said is only a consequence
+	stop()
+	endErr := end()
+	// Asked only once end has returned: a member that died may fail a
+	// step (its connection ends) a moment before its end is known, and
+	// end waits for every process it started.
+	if f, ok := running.(backend.Failing); ok && f.Err() != nil {
+		err = fmt.Errorf("%s: %w", kind.Name(), f.Err()) // what the run's steps said is only a consequence
 	}
-	return section, errors.Join(err, end())
+	return section, errors.Join(err, endErr)
 }
 
 // endOnFailure returns a copy of ctx that ends when running fails by
-// itself (backend.Failing), and stop, which releases it and returns the
-// failure, if there was one.
-func endOnFailure(ctx context.Context, running backend.Running) (context.Context, func() error) {
+// itself (backend.Failing), and stop, which releases it.
+func endOnFailure(ctx context.Context, running backend.Running) (context.Context, func()) {
 	f, ok := running.(backend.Failing)
 	if !ok {
-		return ctx, func() error { return nil }
+		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -135,10 +139,9 @@ func endOnFailure(ctx context.Context, running backend.Running) (context.Context
 		case <-done:
 		}
 	}()
-	return ctx, func() error {
+	return ctx, func() {
 		close(done)
 		cancel(nil)
-		return f.Err()
 	}
 }
 

@@ -225,17 +225,18 @@ func (c *Cluster) reported(i int, p *process, r report) {
 }
 
 // ended takes the end of member i's process p: a member down, and, if
-// the harness did not end it, the cluster's failure.
+// the harness did not end it, the cluster's failure. It runs before p's
+// exited is closed, so that Close, which waits for that, returns knowing
+// of every failure.
 func (c *Cluster) ended(i int, p *process) {
 	c.mu.Lock()
 	m := c.members[i]
 	if m.proc == p {
 		m.proc, m.view, m.paused = nil, "", false
 	}
-	closed := c.closed
 	c.notifyLocked()
 	c.mu.Unlock()
-	if !p.ending.Load() && !closed {
+	if !p.bidden() {
 		c.failOnce.Do(func() {
 			c.failure = fmt.Errorf("etcdcluster: member %s (pid %d) ended unbidden: %s", m.name, p.cmd.Process.Pid, p.ended())
 			close(c.failed)

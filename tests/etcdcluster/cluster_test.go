@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -390,5 +391,38 @@ func killOwner(t *testing.T, dir, how string) {
 			}
 		}
 		t.Fatalf("member %s outlived its killed parent: waiting for it got %d bytes, %v", strings.TrimSpace(line), n, err)
+	}
+}
+
+// Under a wrapper (strace here), Kill ends the member and the wrapper
+// follows with the member's death: no failure. A member that dies by
+// itself under it is one.
+func TestWrappedMemberEnds(t *testing.T) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace is not installed")
+	}
+	if out, err := exec.Command(strace, "-f", "-o", os.DevNull, "true").CombinedOutput(); err != nil {
+		t.Skipf("strace cannot trace here (ptrace not permitted?): %v %s", err, out)
+	}
+	wrap := func(int) []string { return []string{strace, "-f", "-o", os.DevNull} }
+	c := startCluster(t, Options{Dir: t.TempDir(), Members: 1, Wrap: wrap})
+	if err := c.Kill(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Err(); err != nil {
+		t.Fatalf("a wrapped member killed by the harness counts as a failure: %v", err)
+	}
+	if err := c.Restart(testContext(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := c.PID(0)
+	if p, err := os.FindProcess(pid); err != nil || p.Kill() != nil {
+		t.Fatalf("kill member %d from outside: %v", pid, err)
+	}
+	select {
+	case <-c.Failed():
+	case <-testContext(t).Done():
+		t.Fatal("a wrapped member killed from outside did not fail the cluster")
 	}
 }

@@ -80,6 +80,7 @@ func startProcess(cfg memberConfig, wrap []string, onReport func(p *process, r r
 	go func() {
 		p.wait()
 		onExit(p)
+		close(p.exited) // after onExit: whoever waits for the end knows how it counts
 	}()
 	if closeErr != nil {
 		p.kill()
@@ -135,7 +136,6 @@ func (p *process) read(stdout *os.File, onReport func(p *process, r report)) {
 // unknown and it may not have ended at all: it is killed, so that no
 // member outlives a harness that lost track of it.
 func (p *process) wait() {
-	defer close(p.exited)
 	err := p.cmd.Wait()
 	_ = p.stdin.Close()
 	if p.cmd.ProcessState != nil {
@@ -146,21 +146,30 @@ func (p *process) wait() {
 	_, _ = p.cmd.Process.Wait()
 }
 
-// kill ends the process with SIGKILL (TerminateProcess on Windows): the
-// member itself first, then a wrapper standing between, which would
-// otherwise let it go on alone. It does not wait.
+// kill ends the process with SIGKILL (TerminateProcess on Windows) and
+// does not wait. Under a wrapper (strace), once the member has said its
+// pid, only the member is killed: the wrapper then exits by itself with
+// the member's status (strace kills itself with the signal its command
+// died of), which tells a member the harness ended from one that had
+// died by itself a moment before. Killed itself, the wrapper would say
+// only that it was killed, and would let the member go on untraced (the
+// member's own parent-death signal ends it then, on Linux).
 func (p *process) kill() {
 	p.ending.Store(true)
-	select {
-	case <-p.hello:
-		if p.pid != 0 && p.pid != p.cmd.Process.Pid {
-			if member, err := os.FindProcess(p.pid); err == nil {
-				_ = member.Kill()
-			}
+	if isClosed(p.hello) && p.pid != 0 && p.pid != p.cmd.Process.Pid {
+		if member, err := os.FindProcess(p.pid); err == nil && member.Kill() == nil {
+			return
 		}
-	default:
 	}
 	_ = p.cmd.Process.Kill()
+}
+
+// bidden reports whether the harness ended the process: it asked (kill),
+// and the process died of that (SIGKILL where there are signals). A
+// process that exited, or died otherwise, before or while the harness
+// asked, ended by itself.
+func (p *process) bidden() bool {
+	return p.ending.Load() && p.cmd.ProcessState != nil && killedByHarness(p.cmd.ProcessState)
 }
 
 // running reports whether the process has not exited.
@@ -174,7 +183,7 @@ func (p *process) running() bool {
 }
 
 // ended says how the process ended, with its last words; call it once
-// exited is closed.
+// wait has returned.
 func (p *process) ended() string {
 	how := "exit status unknown: "
 	if p.waitErr != nil {

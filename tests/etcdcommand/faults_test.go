@@ -35,6 +35,7 @@ func TestMemberFaultsEndTheRun(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			out := filepath.Join(t.TempDir(), "out.json")
 			got := run{env: []string{wrapEnv + "=" + quoteWords(strace, "-f", "-o", os.DevNull, "-e", "inject="+tc.inject)}}.start(t, "--output", out)
 			t.Logf("exit %d: %s", got.code, bytes.TrimSpace([]byte(got.stderr)))

@@ -19,6 +19,7 @@ import (
 func TestInterruptDuringFailover(t *testing.T) {
 	for _, at := range []string{"before-kill:SIGINT", "after-kill:SIGINT", "after-kill:SIGTERM", "restart:SIGINT"} {
 		t.Run(at, func(t *testing.T) {
+			t.Parallel()
 			out := filepath.Join(t.TempDir(), "out.json")
 			var signalled time.Time
 			got := run{env: []string{interruptEnv + "=" + at}, marked: func(at time.Time) { signalled = at }}.start(t, "--output", out)
