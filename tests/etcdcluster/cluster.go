@@ -15,12 +15,13 @@
 // the members directly.
 //
 // Order comes from handshakes, never from sleeps: a member reports on its
-// stdout, one JSON line each, that it listens (its pid, Raft ID and peer
-// address), that it serves (etcd's ReadyNotify), and each leader it
-// learns of (LeaderChangedNotify); every wait is on those reports or on a
-// process's exit, bounded by the caller's context. A member exits when its
-// stdin ends, so when the harness's process dies; on Linux the kernel
-// also kills it then (PR_SET_PDEATHSIG), which is what ends a paused one.
+// stdout, one JSON line each, that etcd runs (its pid and Raft ID), that
+// it serves (etcd's ReadyNotify), each leader it learns of
+// (LeaderChangedNotify), and each command of the harness it applied;
+// every wait is on those reports or on a process's exit, bounded by the
+// caller's context. A member exits when its stdin ends, so when the
+// harness's process dies; on Linux the kernel also kills it then
+// (PR_SET_PDEATHSIG), which is what ends a paused one.
 //
 // Members listen on loopback ports, log only errors (to a stderr whose
 // telling line the harness keeps), keep their data in a directory of the
