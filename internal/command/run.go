@@ -15,7 +15,7 @@ import (
 
 // DefaultTimeout bounds a whole run. It only catches a hung run (a worker
 // that never answers); it orders nothing, and must never fire on a slow but
-// working run. A healthy run takes about 2 s here, but 28 s on the same two
+// working run. A healthy run takes 2 to 3 s here, but 28 s on the same two
 // cores with the load average at 10, which a one-minute bound left only a
 // factor of two from failing; ten minutes, go test's own default bound,
 // leaves thirty.
@@ -149,7 +149,7 @@ func endOnFailure(ctx context.Context, running backend.Running) (context.Context
 // defaults, except on etcd, where every step is a round trip through a
 // three-member cluster whose members share this machine's cores. There
 // the default bounds take about 30 s; with the smaller bounds the whole
-// command takes about 2 s (docs/performance.md). A test of tests/etcdstore
+// command takes 2 to 3 s (docs/performance.md). A test of tests/etcdstore
 // explores the default bounds on etcd and finds SQLite's figures.
 func BoundsFor(backend string) explore.Bounds {
 	if backend == "etcd" {
