@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -22,7 +23,6 @@ import (
 
 	"leases/etcd"
 	"leases/internal/backend"
-	"leases/internal/command"
 	"leases/tests/etcdcluster"
 )
 
@@ -83,15 +83,20 @@ type clientStore struct {
 	client *clientv3.Client
 }
 
+// callBound bounds each call of the evidence's stores: the command's own
+// bound for a hung run (command.DefaultTimeout), not imported, so that
+// this package needs nothing of the command's.
+const callBound = 10 * time.Minute
+
 // newClientStore is a store on client under prefix, closing client when
-// it closes. Its calls are bounded by the command's bound for a hung run,
-// not etcd.DefaultCallTimeout: on a loaded machine a healthy call can take
+// it closes. Its calls are bounded by callBound, not
+// etcd.DefaultCallTimeout: on a loaded machine a healthy call can take
 // longer than a second (the whole run took 28 s at load 10), and a call
 // cut there would be an unknown outcome in the middle of a scenario,
 // which then shows a step it does not mean to. What ends a hung run is
 // the run's own timeout.
 func newClientStore(client *clientv3.Client, prefix string) clientStore {
-	return clientStore{etcd.New(client, etcd.Options{Prefix: prefix, CallTimeout: command.DefaultTimeout}), client}
+	return clientStore{etcd.New(client, etcd.Options{Prefix: prefix, CallTimeout: callBound}), client}
 }
 
 func (s clientStore) Close() error { return s.client.Close() }
