@@ -26,12 +26,15 @@ const (
 //     Nothing changed.
 //   - A failure before commit: any other error except ErrOutcomeUnknown.
 //     The store could not read or write, can answer no more
-//     (ErrStoreUnusable), or the context
+//     (ErrStoreUnusable), the context (or a bound of the store's own,
+//     such as the etcd store's CallTimeout)
 //     ended before the commit was sent (the error then also matches the
-//     context's error, context.Canceled or context.DeadlineExceeded).
-//     Nothing changed, and the operation may be retried.
+//     context's error, context.Canceled or context.DeadlineExceeded), or
+//     the server refused the request on arrival (an etcd member without a
+//     leader). Nothing changed, and the operation may be retried.
 //   - An unknown outcome: ErrOutcomeUnknown. The commit was sent and
-//     failed; the change may or may not have taken effect.
+//     failed, or its context or bound ended while it was under way; the
+//     change may or may not have taken effect.
 var (
 	// ErrInvalidInput reports an argument the operation cannot accept: an
 	// empty or malformed name, a time-to-live below 1, a negative tick, an

@@ -25,9 +25,10 @@ import "sync"
 // So every answer is decided on the value the key had at one revision of
 // the cluster, exactly as with a read before the transaction.
 //
-// Measured (bench_test.go: three members in one process on a shared
-// two-core machine, each call timed against a bare one-key Txn put in
-// alternation; medians of three runs of 400 calls): with the cache,
+// Measured (tests/etcdstore/bench_test.go, when the three members still
+// ran in one process, on a shared two-core machine, each call timed
+// against a bare one-key Txn put in alternation; medians of three runs of
+// 400 calls): with the cache,
 // Acquire 1.09x the bare put, Renew 0.87x, fenced Write 1.05x, Release
 // 1.78x and guarded Write 1.40x (both timed right after an untimed
 // Acquire of the same key, and still one transaction each: counted);

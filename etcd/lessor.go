@@ -79,24 +79,48 @@ func (l *lessor) Acquire(ctx context.Context, resource, holder string, ttl time.
 	if err := rules.First(rules.CheckName("resource", resource), rules.CheckName("holder", holder)); err != nil {
 		return leases.Lease{}, err
 	}
+	ctx, cancel := l.store.bound(ctx)
+	defer cancel()
 	lease, err := l.acquire(ctx, resource, holder, ttl)
 	if err != nil {
-		return lease, fmt.Errorf("acquire %q for %q: %w", resource, holder, err)
+		return lease, fmt.Errorf("acquire %q for %q: %w", resource, holder, boundEnded(ctx, err))
 	}
 	return lease, nil
+}
+
+// ask sends one request of the Lessor, and sends it again, paced, while
+// members refuse it for want of a leader (nothing was proposed), within
+// the call's bound, ctx.
+func (l *lessor) ask(ctx context.Context, request func() error) error {
+	var refusals retries
+	for {
+		err := request()
+		if !noLeader(err) {
+			return err
+		}
+		if err := refusals.wait(ctx, l.store.client); err != nil {
+			return err
+		}
+	}
 }
 
 func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
 	s := l.store
 	heldKey, epochKey := s.key(heldKind, resource), s.key(epochsKind, resource)
-	grant, err := s.client.Grant(ctx, int64((ttl+time.Second-1)/time.Second))
+	var grant *clientv3.LeaseGrantResponse
+	err := l.ask(ctx, func() (err error) {
+		grant, err = s.client.Grant(ctx, int64((ttl+time.Second-1)/time.Second))
+		return err
+	})
 	if err != nil {
 		return leases.Lease{}, rules.BeforeCommit(ctx, fmt.Errorf("grant an etcd lease: %w", err))
 	}
 	granted := false
 	defer func() {
-		if !granted { // nothing holds it: let it go now rather than at its expiry
-			_, _ = s.client.Revoke(context.WithoutCancel(ctx), grant.ID)
+		if !granted { // nothing holds it: let it go now rather than at its expiry, within a bound of its own
+			revoke, cancel := s.bound(context.WithoutCancel(ctx))
+			defer cancel()
+			_, _ = s.client.Revoke(revoke, grant.ID)
 		}
 	}()
 	epochs := s.cache.guess([]string{epochKey})[0]
@@ -109,12 +133,16 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		if err != nil {
 			return leases.Lease{}, err
 		}
-		resp, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(heldKey), "=", 0), epochs.unchanged()).
-			Then(clientv3.OpPut(heldKey, string(record), clientv3.WithLease(grant.ID)),
-				clientv3.OpPut(epochKey, strconv.FormatInt(last+1, 10))).
-			Else(clientv3.OpGet(heldKey), clientv3.OpGet(epochKey)).
-			Commit()
+		var resp *clientv3.TxnResponse
+		err = l.ask(ctx, func() (err error) {
+			resp, err = s.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(heldKey), "=", 0), epochs.unchanged()).
+				Then(clientv3.OpPut(heldKey, string(record), clientv3.WithLease(grant.ID)),
+					clientv3.OpPut(epochKey, strconv.FormatInt(last+1, 10))).
+				Else(clientv3.OpGet(heldKey), clientv3.OpGet(epochKey)).
+				Commit()
+			return err
+		})
 		now := time.Now().UnixMilli()
 		lease := leases.Lease{Resource: resource, Holder: holder, Epoch: last + 1, GrantedAt: now, ExpiresAt: now + grant.TTL*1000}
 		if err != nil {
@@ -152,7 +180,11 @@ func (l *lessor) held(ctx context.Context, resource string, v view) error {
 	if err := json.Unmarshal(v.value, &record); err != nil {
 		return rules.BeforeCommit(ctx, fmt.Errorf("decode %s: %w", v.key, err))
 	}
-	remaining, err := l.store.client.TimeToLive(ctx, clientv3.LeaseID(record.Lease))
+	var remaining *clientv3.LeaseTimeToLiveResponse
+	err := l.ask(ctx, func() (err error) {
+		remaining, err = l.store.client.TimeToLive(ctx, clientv3.LeaseID(record.Lease))
+		return err
+	})
 	if err != nil {
 		return rules.BeforeCommit(ctx, fmt.Errorf("time to live of the holder's etcd lease: %w", err))
 	}
@@ -181,11 +213,17 @@ func (l *lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration
 	if err := rules.CheckHeld(held, 0); err != nil {
 		return leases.Lease{}, err
 	}
+	ctx, cancel := l.store.bound(ctx)
+	defer cancel()
 	id, err := l.leaseOf(ctx, held)
 	if err != nil {
-		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, err)
+		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, err))
 	}
-	resp, err := l.store.client.KeepAliveOnce(ctx, id)
+	var resp *clientv3.LeaseKeepAliveResponse
+	err = l.ask(ctx, func() (err error) {
+		resp, err = l.store.client.KeepAliveOnce(ctx, id)
+		return err
+	})
 	switch {
 	case errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) || err == nil && resp.TTL <= 0:
 		l.forget(held)
@@ -193,7 +231,7 @@ func (l *lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration
 	case err != nil:
 		// The keep-alive may have reached the leader: the lease may have
 		// been extended, or not. Either way it lasts no shorter.
-		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, outcomeUnknown(ctx, err))
+		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, outcomeUnknown(ctx, err)))
 	}
 	now := time.Now().UnixMilli()
 	held.ExpiresAt = now + resp.TTL*1000
@@ -206,17 +244,22 @@ func (l *lessor) Release(ctx context.Context, held leases.Lease) error {
 	if err := rules.CheckHeld(held, 0); err != nil {
 		return err
 	}
+	ctx, cancel := l.store.bound(ctx)
+	defer cancel()
 	id, err := l.leaseOf(ctx, held)
 	if err != nil {
-		return fmt.Errorf("release %q for %q: %w", held.Resource, held.Holder, err)
+		return fmt.Errorf("release %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, err))
 	}
-	_, err = l.store.client.Revoke(ctx, id)
+	err = l.ask(ctx, func() error {
+		_, err := l.store.client.Revoke(ctx, id)
+		return err
+	})
 	switch {
 	case errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound):
 		l.forget(held)
 		return fmt.Errorf("release %q for %q: %w: epoch %d ran out or was released", held.Resource, held.Holder, leases.ErrLeaseExpired, held.Epoch)
 	case err != nil:
-		return fmt.Errorf("release %q for %q: %w", held.Resource, held.Holder, outcomeUnknown(ctx, err))
+		return fmt.Errorf("release %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, outcomeUnknown(ctx, err)))
 	}
 	l.forget(held)
 	return nil
@@ -235,8 +278,10 @@ func (l *lessor) Holder(ctx context.Context, resource string) (leases.Lease, boo
 	if !views[0].found() {
 		return leases.Lease{}, false, nil
 	}
+	bounded, cancel := l.store.bound(ctx)
+	defer cancel()
 	var held *leases.HeldError
-	switch err := l.held(ctx, resource, views[0]); {
+	switch err := l.held(bounded, resource, views[0]); {
 	case errors.Is(err, errRanOut):
 		return leases.Lease{}, false, nil
 	case !errors.As(err, &held):

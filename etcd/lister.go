@@ -35,12 +35,18 @@ func (l *lessor) Live(ctx context.Context, resources ...string) ([]leases.Lease,
 		}
 	}
 	resources = slices.Compact(slices.Sorted(slices.Values(resources)))
+	ctx, cancel := l.store.bound(ctx)
+	defer cancel()
 	var views []view
 	if len(resources) == 0 {
 		all := l.store.key(heldKind, "")
-		resp, err := l.store.client.Get(ctx, all, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+		var resp *clientv3.GetResponse
+		err := l.ask(ctx, func() (err error) {
+			resp, err = l.store.client.Get(ctx, all, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+			return err
+		})
 		if err != nil {
-			return nil, 0, fmt.Errorf("live leases: %w", rules.BeforeCommit(ctx, err))
+			return nil, 0, fmt.Errorf("live leases: %w", rules.BeforeCommit(ctx, boundEnded(ctx, err)))
 		}
 		for _, kv := range resp.Kvs {
 			views = append(views, view{key: string(kv.Key), value: kv.Value, rev: kv.ModRevision})
@@ -51,7 +57,7 @@ func (l *lessor) Live(ctx context.Context, resources ...string) ([]leases.Lease,
 		for i, resource := range chunk {
 			keys[i] = l.store.key(heldKind, resource)
 		}
-		read, err := l.store.read(ctx, keys...)
+		read, err := l.store.readWithin(ctx, keys...)
 		if err != nil {
 			return nil, 0, fmt.Errorf("live leases: %w", rules.BeforeCommit(ctx, err))
 		}
@@ -70,9 +76,13 @@ func (l *lessor) Live(ctx context.Context, resources ...string) ([]leases.Lease,
 		if err := json.Unmarshal(v.value, &record); err != nil {
 			return nil, 0, fmt.Errorf("live leases: decode %s: %w", v.key, err)
 		}
-		ttl, err := l.store.client.TimeToLive(ctx, clientv3.LeaseID(record.Lease))
+		var ttl *clientv3.LeaseTimeToLiveResponse
+		err := l.ask(ctx, func() (err error) {
+			ttl, err = l.store.client.TimeToLive(ctx, clientv3.LeaseID(record.Lease))
+			return err
+		})
 		if err != nil {
-			return nil, 0, fmt.Errorf("live leases: time to live of %s's etcd lease: %w", v.key, rules.BeforeCommit(ctx, err))
+			return nil, 0, fmt.Errorf("live leases: time to live of %s's etcd lease: %w", v.key, rules.BeforeCommit(ctx, boundEnded(ctx, err)))
 		}
 		if ttl.TTL < 0 { // ended since the read
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -46,19 +47,33 @@ type decideFunc func(views []view) ([]write, error)
 
 // decide makes one decision on keys and commits it with one transaction:
 // If(every key unchanged since it was seen) Then(the writes) Else(Get every
-// key). A lost compare means another writer came first; the decision is
-// then made again on what the Else read, until it commits or ctx ends.
+// key). The first transaction goes out on the store's guess (cache.go). A
+// lost compare means another writer came first; the decision is then
+// made again on what the Else read, until it commits or the call ends.
 //
-// Its error is one of the three kinds documented in package leases: a
-// refusal from decideFn, decided on what etcd held at one revision; a
-// failure before the transaction was sent, or of a transaction that
-// writes nothing (nothing changed); or ErrOutcomeUnknown when a
-// transaction with writes was sent and failed: etcd may have applied it.
+// Its error is one of the three kinds documented in package leases:
+//   - a refusal from decideFn, decided on what etcd held at one revision;
+//   - a failure before commit: the call ended (its context, or the
+//     store's CallTimeout) before the transaction was sent; or every
+//     member it reached refused it for want of a leader, which a member
+//     does on arrival, before anything is proposed (ErrNoLeader); or a
+//     transaction that writes nothing failed (nothing changed);
+//   - ErrOutcomeUnknown: a transaction with writes was sent and failed,
+//     the call's bound included: etcd may have applied it.
+//
+// Asked again within the call: a transaction refused for want of a
+// leader (nothing was proposed), and one that writes nothing and met a
+// change of leader.
 func (s *Store) decide(ctx context.Context, keys []string, decideFn decideFunc) error {
-	views, current, err := s.start(ctx, keys)
-	if err != nil {
-		return rules.BeforeCommit(ctx, err)
-	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return boundEnded(ctx, s.decideWithin(ctx, keys, decideFn))
+}
+
+// decideWithin is decide within the call's bound, ctx.
+func (s *Store) decideWithin(ctx context.Context, keys []string, decideFn decideFunc) error {
+	views, current := s.cache.guess(keys), false
+	var refusals retries
 	for {
 		writes, decision := decideFn(views)
 		if decision != nil && !leases.IsRefusal(decision) {
@@ -71,14 +86,18 @@ func (s *Store) decide(ctx context.Context, keys []string, decideFn decideFunc) 
 			return rules.BeforeCommit(ctx, errors.New("transaction not sent"))
 		}
 		resp, err := s.transaction(ctx, views, writes)
-		if len(writes) == 0 && leaderChanged(err) && ctx.Err() == nil {
-			continue // it wrote nothing: ask again, of the new leader
-		}
-		if err != nil {
-			s.cache.forget(keys)
-			if len(writes) == 0 {
-				return rules.BeforeCommit(ctx, fmt.Errorf("read: %w", err))
+		switch {
+		case noLeader(err):
+			if err := refusals.wait(ctx, s.client); err != nil {
+				return rules.BeforeCommit(ctx, err)
 			}
+			continue
+		case err != nil && len(writes) == 0 && leaderChanged(err) && ctx.Err() == nil:
+			continue // it wrote nothing: ask again, of the new leader
+		case err != nil && len(writes) == 0:
+			return rules.BeforeCommit(ctx, fmt.Errorf("read: %w", err))
+		case err != nil:
+			s.cache.forget(keys)
 			return outcomeUnknown(ctx, err)
 		}
 		if resp.Succeeded {
@@ -91,16 +110,6 @@ func (s *Store) decide(ctx context.Context, keys []string, decideFn decideFunc) 
 		s.cache.remember(views...)
 		current = true
 	}
-}
-
-// start returns the views the first decision is made on, and whether they
-// are current (read from etcd) rather than guessed (from the cache).
-func (s *Store) start(ctx context.Context, keys []string) (views []view, current bool, err error) {
-	if s.optimistic {
-		return s.cache.guess(keys), false, nil
-	}
-	views, err = s.read(ctx, keys...)
-	return views, err == nil, err
 }
 
 // transaction sends If(views unchanged) Then(writes) Else(Get keys).
@@ -123,38 +132,122 @@ func (s *Store) transaction(ctx context.Context, views []view, writes []write) (
 }
 
 // read returns the current views of keys, all at one revision: one
-// read-only transaction of Gets, served as a linearizable read.
+// read-only transaction of Gets, served as a linearizable read, within
+// the call's bound.
 func (s *Store) read(ctx context.Context, keys ...string) ([]view, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	views, err := s.readWithin(ctx, keys...)
+	return views, boundEnded(ctx, err)
+}
+
+// readWithin is read within the call's bound, ctx.
+func (s *Store) readWithin(ctx context.Context, keys ...string) ([]view, error) {
 	gets := make([]clientv3.Op, len(keys))
 	for i, key := range keys {
 		gets[i] = clientv3.OpGet(key)
 	}
-	resp, err := s.client.Txn(ctx).Then(gets...).Commit()
-	for leaderChanged(err) && ctx.Err() == nil {
-		// A read changes nothing: ask again. etcd's client retries a
-		// read on its own, but not a transaction, even one that only
-		// reads.
-		resp, err = s.client.Txn(ctx).Then(gets...).Commit()
+	var refusals retries
+	for {
+		resp, err := s.client.Txn(ctx).Then(gets...).Commit()
+		switch {
+		case noLeader(err):
+			if err := refusals.wait(ctx, s.client); err != nil {
+				return nil, fmt.Errorf("read: %w", rules.WithContext(ctx, err))
+			}
+			continue
+		case leaderChanged(err) && ctx.Err() == nil:
+			// A read changes nothing: ask again. etcd's client retries
+			// a read on its own, but not a transaction, even one that
+			// only reads.
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read: %w", rules.WithContext(ctx, err))
+		}
+		views, err := viewsOf(keys, resp.Responses)
+		if err == nil {
+			s.cache.remember(views...)
+		}
+		return views, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read: %w", rules.WithContext(ctx, err))
-	}
-	views, err := viewsOf(keys, resp.Responses)
-	if err == nil {
-		s.cache.remember(views...)
-	}
-	return views, err
 }
 
-// put stores value at key unconditionally, with one transaction.
+// put stores value at key unconditionally, with one transaction, within
+// the call's bound.
 func (s *Store) put(ctx context.Context, key string, value []byte) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return boundEnded(ctx, s.putWithin(ctx, key, value))
+}
+
+// putWithin is put within the call's bound, ctx.
+func (s *Store) putWithin(ctx context.Context, key string, value []byte) error {
+	var refusals retries
+	for {
+		if ctx.Err() != nil {
+			return rules.BeforeCommit(ctx, errors.New("transaction not sent"))
+		}
+		_, err := s.client.Put(ctx, key, string(value))
+		switch {
+		case noLeader(err):
+			if err := refusals.wait(ctx, s.client); err != nil {
+				return rules.BeforeCommit(ctx, err)
+			}
+			continue
+		case err != nil:
+			return outcomeUnknown(ctx, err)
+		}
+		return nil
+	}
+}
+
+// boundEnded makes err, a failure of a call whose bound (ErrCallTimeout)
+// ended it, say so: etcd's client answers a call whose context ended with
+// the context's error alone, context.DeadlineExceeded, which does not
+// tell the store's bound from the caller's deadline.
+func boundEnded(ctx context.Context, err error) error {
+	if err == nil || leases.IsRefusal(err) || !errors.Is(context.Cause(ctx), ErrCallTimeout) || errors.Is(err, ErrCallTimeout) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, ErrCallTimeout)
+}
+
+// retries paces the requests a call sends again after members refused
+// them for want of a leader. The client sends each request to the next
+// member in turn, so the first tries go at once, one per member; after
+// that every member has refused, the cluster is electing a leader or has
+// lost its quorum, and asking at once again would only load it: the
+// call waits, a little longer each time, until its bound.
+type retries struct{ refused int }
+
+// firstWait and maxWait bound the wait between tries once every member
+// has refused: from a heartbeat of etcd's default (100 ms) down to a
+// tenth of it, so that a leader elected meanwhile is found quickly.
+const (
+	firstWait = 10 * time.Millisecond
+	maxWait   = 100 * time.Millisecond
+)
+
+// wait returns once the request may go again, or the error to end the
+// call with: ErrNoLeader, with the context's end, when ctx ends first.
+func (r *retries) wait(ctx context.Context, client *clientv3.Client) error {
+	ended := fmt.Errorf("%w: every member the call reached refused it", ErrNoLeader)
 	if ctx.Err() != nil {
-		return rules.BeforeCommit(ctx, errors.New("transaction not sent"))
+		return ended
 	}
-	if _, err := s.client.Put(ctx, key, string(value)); err != nil {
-		return outcomeUnknown(ctx, err)
+	r.refused++
+	n := len(client.Endpoints())
+	if r.refused < n {
+		return nil
 	}
-	return nil
+	timer := time.NewTimer(min(maxWait, firstWait<<min(r.refused-n, 4)))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ended
+	}
 }
 
 // outcomeUnknown is the error of a write that etcd may have applied: it
@@ -192,6 +285,13 @@ func afterCommit(views []view, writes []write, rev int64) []view {
 		}
 	}
 	return after
+}
+
+// noLeader reports whether err is a member's refusal of a request that
+// requires a leader, when it has none: the request was refused on
+// arrival (etcd's v3rpc interceptor), before anything was proposed.
+func noLeader(err error) bool {
+	return errors.Is(rpctypes.Error(err), rpctypes.ErrNoLeader)
 }
 
 // leaderChanged reports whether err is etcd's answer to a request that

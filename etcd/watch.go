@@ -12,16 +12,26 @@ import (
 // watch returns a channel closed at the first change to key committed
 // after the call (an etcd watch from the revision after a read made by
 // this call), when the watch breaks, or when ctx ends: a waiter then
-// looks again. resource names the key in errors.
+// looks again. resource names the key in errors. The watch requires a
+// leader: a member that loses its leader ends it, which closes the
+// channel too, so that the waiter looks again (through another member)
+// rather than wait on one that hears of no change.
 func (s *Store) watch(ctx context.Context, resource, key string) (<-chan struct{}, error) {
 	if err := rules.CheckName("resource", resource); err != nil {
 		return nil, err
 	}
-	resp, err := s.client.Get(ctx, key)
+	// A Get, which etcd's client itself asks again of the next member
+	// when one refuses it for want of a leader, within the call's bound.
+	bounded, cancelGet := s.bound(ctx)
+	resp, err := s.client.Get(bounded, key)
 	if err != nil {
-		return nil, fmt.Errorf("watch %q: %w", resource, rules.BeforeCommit(ctx, err))
+		err = rules.BeforeCommit(ctx, boundEnded(bounded, rules.WithContext(bounded, err)))
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	cancelGet()
+	if err != nil {
+		return nil, fmt.Errorf("watch %q: %w", resource, err)
+	}
+	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	events := s.client.Watch(ctx, key, clientv3.WithRev(resp.Header.Revision+1))
 	changed := make(chan struct{})
 	go func() {

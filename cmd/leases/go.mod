@@ -9,6 +9,7 @@ require (
 	leases v0.0.0
 	leases/etcd v0.0.0
 	leases/postgres v0.0.0
+	leases/tests v0.0.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -85,4 +86,5 @@ replace (
 	leases => ../..
 	leases/etcd => ../../etcd
 	leases/postgres => ../../postgres
+	leases/tests => ../../tests
 )

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"leases/internal/roles"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	roles.Run() // an etcd member of TestOnEtcd's cluster, if this process is one
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case asCommand:

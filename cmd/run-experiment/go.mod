@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	leases v0.0.0
-	leases/etcd v0.0.0
+	leases/tests v0.0.0
 )
 
 require (
@@ -68,6 +68,7 @@ require (
 	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	k8s.io/utils v0.0.0-20260108192941-914a6e750570 // indirect
+	leases/etcd v0.0.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
@@ -78,4 +79,5 @@ require (
 replace (
 	leases => ../..
 	leases/etcd => ../../etcd
+	leases/tests => ../../tests
 )

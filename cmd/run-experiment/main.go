@@ -1,6 +1,6 @@
 // Command run-experiment reruns the leases experiment with real worker
-// processes, on SQLite and on a three-member etcd cluster it starts in its
-// own process, and writes, or checks, its semantic result.
+// processes, on SQLite and on a three-member etcd cluster whose members
+// are processes of their own, and writes, or checks, its semantic result.
 //
 //	go run ./cmd/run-experiment --check results.json --output reproduced.json
 //
@@ -18,11 +18,14 @@ package main
 import (
 	"os"
 
-	"leases/etcd/etcdtest"
 	"leases/internal/backend"
 	"leases/internal/command"
+	"leases/internal/roles"
+	"leases/tests/etcdbackend"
 )
 
 func main() {
-	os.Exit(command.Command(backend.SQLite{}, etcdtest.Backend{}))
+	// First: this binary is also every etcd member of its run.
+	roles.Run()
+	os.Exit(command.Command(backend.SQLite{}, etcdbackend.Backend{}))
 }

@@ -61,6 +61,15 @@ type Running interface {
 	Close() error
 }
 
+// Failing is a Running that can fail by itself while a run uses it: a
+// cluster whose member process ends unbidden, say. Failed is closed then,
+// and Err says why; a run on it ends at once, with that as its error.
+// Once Close has returned, Err knows of every such failure.
+type Failing interface {
+	Failed() <-chan struct{}
+	Err() error
+}
+
 // StartInTemp readies kind for one run in a temporary directory of its
 // own; end closes what Start started and then removes the directory.
 func StartInTemp(ctx context.Context, kind Kind) (running Running, end func() error, err error) {

@@ -16,7 +16,7 @@ import (
 
 // DefaultTimeout bounds a whole run. It only catches a hung run (a worker
 // that never answers); it orders nothing, and must never fire on a slow but
-// working run. A healthy run takes about 2 s here, but 28 s on the same two
+// working run. A healthy run takes 2 to 3 s here, but 28 s on the same two
 // cores with the load average at 10, which a one-minute bound left only a
 // factor of two from failing; ten minutes, go test's own default bound,
 // leaves thirty.
@@ -116,16 +116,47 @@ func runBackend(ctx context.Context, kind backend.Kind, opts Options, stats *Bac
 	if bounds == (explore.Bounds{}) {
 		bounds = BoundsFor(kind.Name())
 	}
+	ctx, stop := endOnFailure(ctx, running)
 	section, err := runOn(ctx, kind, running, bounds, opts, stats)
-	return section, errors.Join(err, end())
+	stop()
+	endErr := end()
+	// Asked only once end has returned: a member that died may fail a
+	// step (its connection ends) a moment before its end is known, and
+	// end waits for every process it started.
+	if f, ok := running.(backend.Failing); ok && f.Err() != nil {
+		err = fmt.Errorf("%s: %w", kind.Name(), f.Err()) // what the run's steps said is only a consequence
+	}
+	return section, errors.Join(err, endErr)
+}
+
+// endOnFailure returns a copy of ctx that ends when running fails by
+// itself (backend.Failing), and stop, which releases it.
+func endOnFailure(ctx context.Context, running backend.Running) (context.Context, func()) {
+	f, ok := running.(backend.Failing)
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-f.Failed():
+			cancel(f.Err())
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		cancel(nil)
+	}
 }
 
 // BoundsFor is the exploration's default bounds on a backend: the model's
 // defaults, except on etcd, where every step is a round trip through a
 // three-member cluster whose members share this machine's cores. There
 // the default bounds take about 30 s; with the smaller bounds the whole
-// command takes about 2 s (docs/performance.md). A test of the etcd module explores the default bounds on etcd
-// and finds SQLite's figures.
+// command takes 2 to 3 s (docs/performance.md). A test of tests/etcdstore
+// explores the default bounds on etcd and finds SQLite's figures.
 func BoundsFor(backend string) explore.Bounds {
 	if backend == "etcd" {
 		return SmallBounds

@@ -1,4 +1,4 @@
-package etcd_test
+package etcdstore_test
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func TestContract(t *testing.T) {
 func etcdBackend(t *testing.T) contract.Backend {
 	t.Helper()
 	c, p := client(t), prefix(t)
-	s := etcd.New(c, etcd.Options{Prefix: p})
+	s := etcd.New(c, options(t))
 	return contract.Backend{
 		Authority: s.Authority(),
 		Fenced:    s.Receiver(leases.Fenced),

@@ -5,18 +5,19 @@ import (
 	"strings"
 	"testing"
 
-	"leases/etcd/etcdtest"
 	"leases/internal/testctx"
+	"leases/tests/etcdcluster"
 )
 
-// The command on etcd (a one-member cluster started by the test, in this
-// process, with package leases/etcd/etcdtest, which builds on Linux):
+// The command on etcd (a one-member cluster started by the test, its
+// member a process of this test binary, with package
+// leases/tests/etcdcluster):
 // the explicit operations and their refusals, holders' bounds, run's
 // epoch and release, run stopped when the lease is released under it,
 // and two runs that exclude each other (the waiter woken by etcd's watch).
 func TestOnEtcd(t *testing.T) {
 	ctx := testctx.Context(t)
-	cluster, err := etcdtest.Start(ctx, t.TempDir(), 1)
+	cluster, err := etcdcluster.Start(ctx, etcdcluster.Options{Members: 1, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

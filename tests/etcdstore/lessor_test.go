@@ -1,4 +1,4 @@
-package etcd_test
+package etcdstore_test
 
 import (
 	"errors"

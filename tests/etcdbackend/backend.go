@@ -1,4 +1,10 @@
-package etcdtest
+// Package etcdbackend is the etcd backend of the project's evidence (the
+// scenarios, the explorer and the command run-experiment): a cluster of
+// three members started for the run, a key prefix of its own for each
+// scenario, and stores opened on it by the controller and by every worker
+// process. It lives in the tests module with the cluster it starts, so
+// that module leases/etcd requires only etcd's client.
+package etcdbackend
 
 import (
 	"context"
@@ -7,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -16,14 +23,19 @@ import (
 
 	"leases/etcd"
 	"leases/internal/backend"
+	"leases/tests/etcdcluster"
 )
 
 // Backend is the etcd backend of the project's evidence (the scenarios,
 // the explorer and the command): the controller starts a cluster of three
-// members in the run's directory, each scenario gets a key prefix of its
-// own on it, and every worker process connects as a client of all three
-// members.
-type Backend struct{}
+// member processes, each scenario gets a key prefix of its own on it, and
+// every worker process connects as a client of all three members. The
+// zero value is the command's.
+type Backend struct {
+	// Wrap, when set, puts words in front of member i's command (strace,
+	// to make its system calls fail): see etcdcluster.Options.
+	Wrap func(member int) []string
+}
 
 var _ backend.Kind = Backend{}
 
@@ -53,9 +65,12 @@ func (Backend) Open(ctx context.Context, specText string) (backend.Store, error)
 	return newClientStore(client, s.Prefix), nil
 }
 
-// Start implements backend.Kind: a cluster of Members members.
-func (Backend) Start(ctx context.Context, dir string) (backend.Running, error) {
-	c, err := Start(ctx, dir, Members)
+// Start implements backend.Kind: a cluster of Members members. Its data
+// goes in a directory of the cluster's own under os.TempDir(), not in
+// dir: there the next run's Start finds it, and removes it, if this run
+// is killed (etcdcluster.Sweep).
+func (b Backend) Start(ctx context.Context, dir string) (backend.Running, error) {
+	c, err := etcdcluster.Start(ctx, etcdcluster.Options{Members: Members, Wrap: b.Wrap})
 	if err != nil {
 		return nil, err
 	}
@@ -68,10 +83,20 @@ type clientStore struct {
 	client *clientv3.Client
 }
 
+// callBound bounds each call of the evidence's stores: the command's own
+// bound for a hung run (command.DefaultTimeout), not imported, so that
+// this package needs nothing of the command's.
+const callBound = 10 * time.Minute
+
 // newClientStore is a store on client under prefix, closing client when
-// it closes.
+// it closes. Its calls are bounded by callBound, not
+// etcd.DefaultCallTimeout: on a loaded machine a healthy call can take
+// longer than a second (the whole run took 28 s at load 10), and a call
+// cut there would be an unknown outcome in the middle of a scenario,
+// which then shows a step it does not mean to. What ends a hung run is
+// the run's own timeout.
 func newClientStore(client *clientv3.Client, prefix string) clientStore {
-	return clientStore{etcd.New(client, etcd.Options{Prefix: prefix}), client}
+	return clientStore{etcd.New(client, etcd.Options{Prefix: prefix, CallTimeout: callBound}), client}
 }
 
 func (s clientStore) Close() error { return s.client.Close() }
@@ -79,12 +104,19 @@ func (s clientStore) Close() error { return s.client.Close() }
 // running is the cluster of one run. Every place is a prefix of its own;
 // the explorer's stores too.
 type running struct {
-	cluster *Cluster
+	cluster *etcdcluster.Cluster
 	mu      sync.Mutex
 	places  int
 }
 
 func (r *running) Close() error { return r.cluster.Close() }
+
+// Failed implements backend.Failing: a member that ends unbidden fails
+// the run, even if the others could go on without it.
+func (r *running) Failed() <-chan struct{} { return r.cluster.Failed() }
+
+// Err implements backend.Failing.
+func (r *running) Err() error { return r.cluster.Err() }
 
 // prefix names the n-th place of the run.
 func (r *running) prefix(name string) string {
@@ -100,16 +132,24 @@ func (r *running) NewPlace(ctx context.Context, scenario string) (backend.Place,
 	if err != nil {
 		return nil, err
 	}
-	p := &place{cluster: r.cluster, client: client, prefix: r.prefix(scenario), stopped: -1}
+	p := &place{ctx: ctx, cluster: r.cluster, client: client, prefix: r.prefix(scenario), stopped: -1}
 	text, err := json.Marshal(spec{Endpoints: r.cluster.Endpoints(), Prefix: p.prefix})
 	p.spec = string(text)
 	return p, err
 }
 
 // Explorable implements backend.Running: a store on a fresh prefix whose
-// snapshot is every key under it.
+// snapshot is every key under it. Its client talks to the leader alone:
+// the explorer's steps are sequential round trips, and one sent to a
+// follower waits for it to forward the proposal to the leader and to
+// learn of the commit, two more hops between processes; no member fails
+// while the explorer runs.
 func (r *running) Explorable(ctx context.Context) (backend.Explorable, error) {
-	client, err := r.cluster.Client(ctx)
+	leader, err := r.cluster.Leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	client, err := r.cluster.MemberClient(ctx, leader)
 	if err != nil {
 		return nil, err
 	}
@@ -118,9 +158,10 @@ func (r *running) Explorable(ctx context.Context) (backend.Explorable, error) {
 }
 
 // place is one scenario's prefix on the run's cluster. It is a
-// backend.Cluster: the failover scenario stops and restarts the leader.
+// backend.Cluster: the failover scenario kills and restarts the leader.
 type place struct {
-	cluster *Cluster
+	ctx     context.Context // the run's: an interrupted run cleans up nothing
+	cluster *etcdcluster.Cluster
 	client  *clientv3.Client // the controller's, for cleaning up
 	prefix  string
 	spec    string
@@ -130,25 +171,31 @@ type place struct {
 func (p *place) Spec() string { return p.spec }
 
 // Close deletes every key under the prefix: what a scenario wrote is not
-// left for the next one, nor counted in the explorer's snapshots.
+// left for the next one, nor counted in the explorer's snapshots. The
+// delete is bounded by the run's context: once the run is interrupted,
+// the cluster goes with it, and waiting on it (a killed leader's
+// connection, a lost quorum) would only hold up the end.
 func (p *place) Close() error {
-	_, err := p.client.Delete(context.Background(), p.prefix, clientv3.WithPrefix())
+	var err error
+	if p.ctx.Err() == nil {
+		_, err = p.client.Delete(p.ctx, p.prefix, clientv3.WithPrefix())
+	}
 	return errors.Join(err, p.client.Close())
 }
 
 func (p *place) Members() int { return Members }
 
-// StopLeader stops the leading member and returns once the others serve
-// again: they have elected a leader, committed a write in its term, and
-// each serves a linearizable read. Before that, a request may fail with
-// "leader changed", and a scenario's next step would be an unknown
-// outcome rather than the step it means to show.
+// StopLeader kills the leading member (SIGKILL) and returns once the
+// others serve again: they have elected a leader, committed a write in
+// its term, and each serves a linearizable read. Before that, a request
+// may fail with "leader changed", and a scenario's next step would be an
+// unknown outcome rather than the step it means to show.
 func (p *place) StopLeader(ctx context.Context) error {
 	leader, err := p.cluster.Leader(ctx)
 	if err != nil {
 		return err
 	}
-	if err := p.cluster.Stop(leader); err != nil {
+	if err := p.cluster.Kill(leader); err != nil {
 		return err
 	}
 	p.stopped = leader
@@ -163,7 +210,7 @@ func (p *place) StopLeader(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("etcdtest: the cluster did not take a write after its leader stopped: %w", err)
+		return fmt.Errorf("etcdbackend: the cluster did not take a write after its leader was killed: %w", err)
 	}
 	for i := range Members {
 		if i == leader {
@@ -175,7 +222,7 @@ func (p *place) StopLeader(ctx context.Context) error {
 		}
 		_, err = client.Get(ctx, settledKey)
 		if err := errors.Join(err, client.Close()); err != nil {
-			return fmt.Errorf("etcdtest: member %d did not serve a read after the leader stopped: %w", i, err)
+			return fmt.Errorf("etcdbackend: member %d did not serve a read after the leader was killed: %w", i, err)
 		}
 	}
 	return nil
@@ -183,21 +230,21 @@ func (p *place) StopLeader(ctx context.Context) error {
 
 // settledKey is where StopLeader writes to learn that the cluster serves
 // again; it is under no place's prefix.
-const settledKey = "/etcdtest/settled"
+const settledKey = "/etcdbackend/settled"
 
 // transient reports whether err is one etcd answers while a cluster
-// changes leader, or while a client's connection to a stopped member is
+// changes leader, or while a client's connection to a killed member is
 // still in its pool.
 func transient(err error) bool {
 	return errors.Is(rpctypes.Error(err), rpctypes.ErrLeaderChanged) || status.Code(err) == codes.Unavailable
 }
 
-// RestartStopped restarts the member StopLeader stopped and returns once
+// RestartStopped restarts the member StopLeader killed and returns once
 // it serves a linearizable read, which it does only after it has applied
 // everything the cluster committed up to the read.
 func (p *place) RestartStopped(ctx context.Context) error {
 	if p.stopped < 0 {
-		return errors.New("etcdtest: no member was stopped")
+		return errors.New("etcdbackend: no member was killed")
 	}
 	if err := p.cluster.Restart(ctx, p.stopped); err != nil {
 		return err
@@ -224,13 +271,20 @@ func (p *place) OpenMember(ctx context.Context, i int) (backend.Store, error) {
 // explorable is a store whose snapshot is every key under its prefix with
 // its value, in key order: two snapshots are equal exactly when the keys
 // and values are, whatever their revisions.
+//
+// Its reads are serializable, answered by the member from what it has
+// applied, without the round of heartbeats a linearizable read costs: its
+// client talks to one member (the leader, see Explorable), which answers
+// every write of this store only once it has applied it, and nothing else
+// writes under the prefix while the explorer runs, so what it has applied
+// is everything there is.
 type explorable struct {
 	clientStore
 	prefix string
 }
 
 func (e explorable) Snapshot(ctx context.Context) ([]byte, error) {
-	resp, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	resp, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend), clientv3.WithSerializable())
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
@@ -249,7 +303,7 @@ func (e explorable) Restore(ctx context.Context, snapshot []byte) error {
 	if err := json.Unmarshal(snapshot, &pairs); err != nil {
 		return fmt.Errorf("restore: not a snapshot: %w", err)
 	}
-	now, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	now, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithSerializable())
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}

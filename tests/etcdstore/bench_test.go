@@ -1,4 +1,4 @@
-package etcd_test
+package etcdstore_test
 
 import (
 	"context"
@@ -23,7 +23,9 @@ import (
 // load changes from second to second, and a ratio of two benchmarks run a
 // minute apart says more about the load than about the code. Every
 // operation runs twice: with the store's cache (one round trip while its
-// guess is right) and reading first (two round trips).
+// guess is right) and with no guess (each call on a store that has seen
+// nothing, which learns the key from its first transaction's Else: two
+// round trips, what reading first costs).
 func BenchmarkFloorTxnPut(b *testing.B) {
 	ctx, c := context.Background(), client(b)
 	key := benchPrefix(b) + "k"
@@ -82,15 +84,31 @@ func benchPrefix(b *testing.B) string {
 var benchRuns atomic.Int64
 
 // designs runs an operation once per design of the store, each paired
-// with the bare one-key transaction.
-func designs(b *testing.B, operation func(s *etcd.Store) benchOp) {
+// with the bare one-key transaction. The operation takes each call's
+// store from store.
+func designs(b *testing.B, operation func(store func() *etcd.Store) benchOp) {
 	c := client(b)
-	b.Run("cached guess", func(b *testing.B) {
-		paired(b, txnPut(c, benchPrefix(b)+"floor"), operation(etcd.New(c, etcd.Options{Prefix: benchPrefix(b)})))
-	})
-	b.Run("read first", func(b *testing.B) {
-		paired(b, txnPut(c, benchPrefix(b)+"floor"), operation(etcd.ReadFirst(etcd.New(c, etcd.Options{Prefix: benchPrefix(b)}))))
-	})
+	for _, design := range storeDesigns {
+		b.Run(design.name, func(b *testing.B) {
+			paired(b, txnPut(c, benchPrefix(b)+"floor"), operation(design.stores(c, benchPrefix(b))))
+		})
+	}
+}
+
+// storeDesigns are the two ways a call finds the key it decides on: the
+// store's cached guess (the same store for every call), or no guess (a
+// new store for every call).
+var storeDesigns = []struct {
+	name   string
+	stores func(c *clientv3.Client, prefix string) func() *etcd.Store
+}{
+	{"cached guess", func(c *clientv3.Client, prefix string) func() *etcd.Store {
+		s := etcd.New(c, etcd.Options{Prefix: prefix})
+		return func() *etcd.Store { return s }
+	}},
+	{"no guess", func(c *clientv3.Client, prefix string) func() *etcd.Store {
+		return func() *etcd.Store { return etcd.New(c, etcd.Options{Prefix: prefix}) }
+	}},
 }
 
 // benchOp is the i-th call of an operation, after an untimed preparation.
@@ -135,28 +153,26 @@ func paired(b *testing.B, floor, op benchOp) {
 
 // Each acquire takes the resource at the expiry of the one before.
 func BenchmarkAcquire(b *testing.B) {
-	designs(b, func(s *etcd.Store) benchOp {
-		a := s.Authority()
+	designs(b, func(store func() *etcd.Store) benchOp {
 		return benchOp{call: func(i int64) error {
-			_, err := a.Acquire(context.Background(), "r", "A", i, 1)
+			_, err := store().Authority().Acquire(context.Background(), "r", "A", i, 1)
 			return err
 		}}
 	})
 }
 
 func BenchmarkRenew(b *testing.B) {
-	designs(b, func(s *etcd.Store) benchOp {
-		a := s.Authority()
+	designs(b, func(store func() *etcd.Store) benchOp {
 		var held leases.Lease
 		return benchOp{
 			prepare: func(i int64) (err error) {
 				if i == 0 {
-					held, err = a.Acquire(context.Background(), "r", "A", 0, 1<<40)
+					held, err = store().Authority().Acquire(context.Background(), "r", "A", 0, 1<<40)
 				}
 				return err
 			},
 			call: func(i int64) (err error) {
-				held, err = a.Renew(context.Background(), held, i+1, 1)
+				held, err = store().Authority().Renew(context.Background(), held, i+1, 1)
 				return err
 			},
 		}
@@ -165,25 +181,23 @@ func BenchmarkRenew(b *testing.B) {
 
 // The acquire before each release is not timed.
 func BenchmarkRelease(b *testing.B) {
-	designs(b, func(s *etcd.Store) benchOp {
-		a := s.Authority()
+	designs(b, func(store func() *etcd.Store) benchOp {
 		var held leases.Lease
 		return benchOp{
 			prepare: func(i int64) (err error) {
-				held, err = a.Acquire(context.Background(), "r", "A", i, 10)
+				held, err = store().Authority().Acquire(context.Background(), "r", "A", i, 10)
 				return err
 			},
-			call: func(i int64) error { return a.Release(context.Background(), held, i) },
+			call: func(i int64) error { return store().Authority().Release(context.Background(), held, i) },
 		}
 	})
 }
 
 // Each write comes with the next epoch, so each is accepted.
 func BenchmarkFencedWrite(b *testing.B) {
-	designs(b, func(s *etcd.Store) benchOp {
-		r := s.Receiver(leases.Fenced)
+	designs(b, func(store func() *etcd.Store) benchOp {
 		return benchOp{call: func(i int64) error {
-			got, err := r.Write(context.Background(), "r", i+1, "v")
+			got, err := store().Receiver(leases.Fenced).Write(context.Background(), "r", i+1, "v")
 			if err == nil && got.Outcome != leases.Accepted {
 				err = fmt.Errorf("write at epoch %d: %s", i+1, got.Outcome)
 			}
@@ -195,16 +209,15 @@ func BenchmarkFencedWrite(b *testing.B) {
 // Each write comes from a new lease, acquired untimed, so each is
 // accepted.
 func BenchmarkGuardedWrite(b *testing.B) {
-	designs(b, func(s *etcd.Store) benchOp {
-		a, g := s.Authority(), s.Guarded()
+	designs(b, func(store func() *etcd.Store) benchOp {
 		var held leases.Lease
 		return benchOp{
 			prepare: func(i int64) (err error) {
-				held, err = a.Acquire(context.Background(), "r", "A", i, 1)
+				held, err = store().Authority().Acquire(context.Background(), "r", "A", i, 1)
 				return err
 			},
 			call: func(i int64) error {
-				got, err := g.Write(context.Background(), held, i, "v")
+				got, err := store().Guarded().Write(context.Background(), held, i, "v")
 				if err == nil && got.Outcome != leases.Accepted {
 					err = fmt.Errorf("guarded write at tick %d: %s", i, got.Outcome)
 				}
@@ -218,31 +231,27 @@ func BenchmarkGuardedWrite(b *testing.B) {
 // Lock+Unlock on one long-lived session, and on a session of its own.
 func BenchmarkAcquireRelease(b *testing.B) {
 	c := client(b)
-	acquireRelease := func(s *etcd.Store) benchOp {
-		a := s.Authority()
+	acquireRelease := func(store func() *etcd.Store) benchOp {
 		return benchOp{call: func(i int64) error {
-			held, err := a.Acquire(context.Background(), "r", "A", i, 10)
+			held, err := store().Authority().Acquire(context.Background(), "r", "A", i, 10)
 			if err == nil {
-				err = a.Release(context.Background(), held, i)
+				err = store().Authority().Release(context.Background(), held, i)
 			}
 			return err
 		}}
 	}
-	for _, design := range []struct {
-		name string
-		new  func(s *etcd.Store) *etcd.Store
-	}{{"cached guess", func(s *etcd.Store) *etcd.Store { return s }}, {"read first", etcd.ReadFirst}} {
+	for _, design := range storeDesigns {
 		b.Run(design.name+" vs mutex, one session", func(b *testing.B) {
 			session, err := concurrency.NewSession(c)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer session.Close()
-			op := acquireRelease(design.new(etcd.New(c, etcd.Options{Prefix: benchPrefix(b)})))
+			op := acquireRelease(design.stores(c, benchPrefix(b)))
 			paired(b, mutexLockUnlock(func() (*concurrency.Session, error) { return session, nil }, benchPrefix(b), false), op)
 		})
 		b.Run(design.name+" vs mutex, a session per lock", func(b *testing.B) {
-			op := acquireRelease(design.new(etcd.New(c, etcd.Options{Prefix: benchPrefix(b)})))
+			op := acquireRelease(design.stores(c, benchPrefix(b)))
 			paired(b, mutexLockUnlock(func() (*concurrency.Session, error) { return concurrency.NewSession(c) }, benchPrefix(b), true), op)
 		})
 	}

@@ -1,6 +1,6 @@
 //go:build !race
 
-package etcd_test
+package etcdstore_test
 
 // raceDetector is true in a test binary built with -race.
 const raceDetector = false

@@ -1,13 +1,13 @@
-package etcd_test
+package etcdstore_test
 
 import (
 	"reflect"
 	"slices"
 	"testing"
 
-	"leases/etcd/etcdtest"
 	"leases/internal/backend"
 	"leases/internal/explore"
+	"leases/tests/etcdbackend"
 )
 
 // The exploration on etcd finds what it finds on SQLite, at the default
@@ -23,7 +23,7 @@ func TestExplorationOnEtcdFindsSQLitesFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	running, err := etcdtest.Backend{}.Start(ctx, t.TempDir())
+	running, err := etcdbackend.Backend{}.Start(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package etcd_test
+package etcdstore_test
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func TestOneGrantAmongConcurrentAcquirers(t *testing.T) {
 	ctx, cs := testContext(t), clients(t)
 	stores := make([]leases.Authority, acquirers)
 	for i := range stores {
-		stores[i] = etcd.New(cs[i%len(cs)], etcd.Options{Prefix: prefix(t)}).Authority()
+		stores[i] = etcd.New(cs[i%len(cs)], options(t)).Authority()
 	}
 	for round := range int64(rounds) {
 		granted := make([]leases.Lease, acquirers)
@@ -124,7 +124,7 @@ func TestFenceNeverGoesDownUnderConcurrentWriters(t *testing.T) {
 	accepted := make([][]int64, writers)
 	errs := make([]error, writers)
 	together(writers, func(w int) {
-		r := etcd.New(cs[w%len(cs)], etcd.Options{Prefix: prefix(t)}).Receiver(leases.Fenced)
+		r := etcd.New(cs[w%len(cs)], options(t)).Receiver(leases.Fenced)
 		for n := range epochs {
 			epoch := int64((n*5+w*7)%epochs + 1) // each writer its own order of 1..epochs
 			got, err := r.Write(ctx, "r", epoch, fmt.Sprintf("w%d-e%d", w, epoch))
@@ -175,7 +175,7 @@ func TestFenceNeverGoesDownUnderConcurrentWriters(t *testing.T) {
 // and nothing else: no etcd lease, no lock key, no other key anywhere.
 func TestNothingLeftAfterRelease(t *testing.T) {
 	ctx, c := testContext(t), client(t)
-	a := etcd.New(c, etcd.Options{Prefix: prefix(t)}).Authority()
+	a := etcd.New(c, options(t)).Authority()
 	for _, resource := range []string{"r1", "r2"} {
 		held, err := a.Acquire(ctx, resource, "A", 0, 5)
 		if err == nil {
@@ -212,8 +212,8 @@ func TestNothingLeftAfterRelease(t *testing.T) {
 // on what etcd holds.
 func TestAnswersAreDecidedOnWhatEtcdHolds(t *testing.T) {
 	ctx, cs := testContext(t), clients(t)
-	x := etcd.New(cs[0], etcd.Options{Prefix: prefix(t)})
-	y := etcd.New(cs[1], etcd.Options{Prefix: prefix(t)})
+	x := etcd.New(cs[0], options(t))
+	y := etcd.New(cs[1], options(t))
 	held, err := x.Authority().Acquire(ctx, "r", "A", 0, 100)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package etcd_test
+package etcdstore_test
 
 import (
 	"testing"
@@ -14,9 +14,8 @@ import (
 // released lease's expiry, and not before.
 func TestSessionWaitLearnsOfAnotherClientsRelease(t *testing.T) {
 	ctx := testContext(t)
-	p := prefix(t)
-	holderSide := etcd.New(client(t), etcd.Options{Prefix: p}).Authority()
-	waiterSide := etcd.New(client(t), etcd.Options{Prefix: p}).Authority()
+	holderSide := etcd.New(client(t), options(t)).Authority()
+	waiterSide := etcd.New(client(t), options(t)).Authority()
 	clk := clock.NewManual(0)
 	a, err := session.Start(ctx, clock.Lessor(holderSide, clk), "r", "A",
 		session.Options{TTL: 50 * time.Millisecond, Margin: time.Millisecond, RenewEvery: 48 * time.Millisecond})

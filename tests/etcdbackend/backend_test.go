@@ -1,0 +1,57 @@
+package etcdbackend
+
+import (
+	"os"
+	"testing"
+
+	"leases/internal/backend"
+	"leases/internal/roles"
+	"leases/internal/testctx"
+)
+
+func TestMain(m *testing.M) {
+	roles.Run()
+	os.Exit(roles.CheckUnused(m.Run()))
+}
+
+// The failover scenario's place kills the leader's process: the member is
+// down, the others lead and serve, and no failure is reported; restarted,
+// it is a new process on the same member.
+func TestStopLeaderKillsTheLeadersProcess(t *testing.T) {
+	ctx := testctx.Context(t)
+	r, err := Backend{}.Start(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	p, err := r.NewPlace(ctx, "failover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	place := p.(backend.Cluster)
+	c := r.(*running).cluster
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := c.PID(leader)
+	if err := place.StopLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, up := c.PID(leader); up {
+		t.Fatalf("member %d (pid %d) is still up after StopLeader", leader, pid)
+	}
+	if next, err := c.Leader(ctx); err != nil || next == leader {
+		t.Fatalf("leader after StopLeader: %d, %v; want another than %d", next, err, leader)
+	}
+	if err := place.RestartStopped(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again, up := c.PID(leader); !up || again == pid {
+		t.Fatalf("member %d after RestartStopped: pid %d, up %v; want a new process", leader, again, up)
+	}
+	if err := r.(backend.Failing).Err(); err != nil {
+		t.Fatalf("a member the scenario killed counts as a failure: %v", err)
+	}
+}

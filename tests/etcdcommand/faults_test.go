@@ -1,0 +1,62 @@
+package etcdcommand_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// A member whose system calls fail (strace on that member alone) fails,
+// and the run with it: exit 3, one line naming the member, nothing
+// written, no process and no temporary directory left.
+func TestMemberFaultsEndTheRun(t *testing.T) {
+	strace := straceOrSkip(t)
+	cases := []struct {
+		name   string
+		inject string
+		names  []string
+	}{
+		// etcd's WAL bootstrap fsyncs its directory even with
+		// UnsafeNoFsync, and then uses the WAL it failed to create: the
+		// member panics (nil pointer) before it is ready.
+		{"fsync EIO, 1st", "fsync:error=EIO:when=1", []string{"member m0"}},
+		// Creating the member's database (bbolt): it exits before it
+		// is ready.
+		{"pwrite64 ENOSPC, 1st", "pwrite64:error=ENOSPC:when=1", []string{"member m0"}},
+		{"pwrite64 ENOSPC, 3rd", "pwrite64:error=ENOSPC:when=3", []string{"member m0"}},
+		// Creating the snapshot directory: a fatal log line, exit 1.
+		{"write ENOSPC, 3rd", "write:error=ENOSPC:when=3", []string{"member m0"}},
+		// From the 30th on: mostly a commit of the member's database
+		// in the middle of the run. The member exits; the others could
+		// go on, but the run ends at once, naming it.
+		{"pwrite64 ENOSPC, 30th on", "pwrite64:error=ENOSPC:when=30+", []string{"member m0"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			out := filepath.Join(t.TempDir(), "out.json")
+			got := run{env: []string{wrapEnv + "=" + quoteWords(strace, "-f", "-o", os.DevNull, "-e", "inject="+tc.inject)}}.start(t, "--output", out)
+			t.Logf("exit %d: %s", got.code, bytes.TrimSpace([]byte(got.stderr)))
+			oneLine(t, got, tc.names...)
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Fatalf("the failed run wrote %s", out)
+			}
+		})
+	}
+}
+
+// straceOrSkip returns strace's path, or skips the test where strace is
+// missing or may not trace.
+func straceOrSkip(t *testing.T) string {
+	t.Helper()
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace is not installed")
+	}
+	if out, err := exec.Command(strace, "-f", "-o", os.DevNull, "true").CombinedOutput(); err != nil {
+		t.Skipf("strace cannot trace here (ptrace not permitted?): %v %s", err, bytes.TrimSpace(out))
+	}
+	return strace
+}
