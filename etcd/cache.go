@@ -1,6 +1,10 @@
 package etcd
 
-import "sync"
+import (
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
 
 // cache remembers, per key, the last value and revision this store saw:
 // written by its own transactions or returned by their reads. It is a
@@ -80,6 +84,27 @@ func (c *cache) remember(views ...view) {
 		}
 		c.seen[v.key] = v
 	}
+}
+
+// follow keeps the guesses of keys already seen up to date with what
+// other processes write (ev, an event of a watch on the store's prefix):
+// a put becomes the new guess, a delete drops the guess (an absent key is
+// the default guess). Keys never seen are left alone, so the cache stays
+// bounded by what this process has asked about; an event older than the
+// guess is ignored.
+func (c *cache) follow(ev *clientv3.Event) {
+	key := string(ev.Kv.Key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen, ok := c.seen[key]
+	if !ok || seen.rev >= ev.Kv.ModRevision {
+		return
+	}
+	if ev.Type == clientv3.EventTypeDelete {
+		delete(c.seen, key)
+		return
+	}
+	c.seen[key] = view{key: key, value: ev.Kv.Value, rev: ev.Kv.ModRevision}
 }
 
 // forget drops the guesses for keys, after a transaction whose outcome is

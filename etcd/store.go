@@ -33,6 +33,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -97,6 +98,7 @@ type Store struct {
 	prefix      string
 	callTimeout time.Duration
 	cache       cache
+	following   sync.Once // the watch that keeps the cache up to date (watch.go)
 }
 
 // New returns a store on client, which the caller builds with

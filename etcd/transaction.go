@@ -72,6 +72,7 @@ func (s *Store) decide(ctx context.Context, keys []string, decideFn decideFunc) 
 
 // decideWithin is decide within the call's bound, ctx.
 func (s *Store) decideWithin(ctx context.Context, keys []string, decideFn decideFunc) error {
+	s.followOthers()
 	views, current := s.cache.guess(keys), false
 	var refusals retries
 	for {

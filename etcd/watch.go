@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -52,3 +53,40 @@ func (s *Store) watch(ctx context.Context, resource, key string) (<-chan struct{
 func wakes(resp clientv3.WatchResponse) bool {
 	return len(resp.Events) > 0 || resp.Err() != nil
 }
+
+// followOthers starts, once per store, the watch that keeps its guesses
+// up to date with other processes' writes (cache.follow), so that a
+// decision on a key another process changed last (a waiter acquiring
+// after the holder's release, say) still goes out in one round trip. It
+// runs until the client closes. A watch that breaks (a compaction, a
+// member that lost its leader) is started again after a pause; what it
+// missed meanwhile costs a round trip at most, as a guess that is wrong
+// always does.
+func (s *Store) followOthers() {
+	s.following.Do(func() {
+		go func() {
+			ctx := s.client.Ctx() // ends when the client closes
+			for ctx.Err() == nil {
+				for resp := range s.client.Watch(clientv3.WithRequireLeader(ctx), s.prefix, clientv3.WithPrefix()) {
+					if resp.Err() != nil {
+						break
+					}
+					for _, ev := range resp.Events {
+						s.cache.follow(ev)
+					}
+				}
+				pause := time.NewTimer(followAgainAfter)
+				select {
+				case <-ctx.Done():
+				case <-pause.C:
+				}
+				pause.Stop()
+			}
+		}()
+	})
+}
+
+// followAgainAfter is how long a store waits before it watches again
+// after its watch broke: long enough not to spin while a cluster has no
+// leader, short beside an election.
+const followAgainAfter = 100 * time.Millisecond

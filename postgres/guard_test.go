@@ -160,27 +160,47 @@ func TestPausedHolderCannotCommitAfterTheNextGrant(t *testing.T) {
 			t.Cleanup(func() { _ = paused.Close() })
 			holderSide := sameStore(t, store, paused, postgres.Options{}).Lessor()
 			resource := t.Name()
-			a, err := holderSide.Acquire(ctx, resource, "A", 100*time.Millisecond)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tenure, err := holderSide.LiveTenure(ctx, paused, fences, a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			inside, resume := make(chan struct{}), make(chan struct{})
-			late := make(chan error, 1)
-			go func() {
-				late <- tenure.Tx(ctx, nil, func(tx *sql.Tx) error {
-					if err := fencetest.InsertBusiness(ctx, db, tx, fences, resource, a.Epoch, "late", 1); err != nil {
-						return err
+			// A's transaction must be admitted while its lease lives: on a
+			// loaded machine 100 ms may not be enough to get there, and
+			// then the round starts again with a lease twice as long.
+			var (
+				a       leases.Lease
+				tenure  *postgres.LiveTenure
+				resume  = make(chan struct{})
+				late    = make(chan error, 1)
+				started bool
+			)
+			for ttl := 100 * time.Millisecond; !started; ttl *= 2 {
+				if a, err = holderSide.Acquire(ctx, resource, "A", ttl); err != nil {
+					t.Fatal(err)
+				}
+				tenure, err = holderSide.LiveTenure(ctx, paused, fences, a)
+				if errors.Is(err, postgres.ErrNotLive) {
+					continue // ran out before its tenure began: the lease runs out, and A acquires again
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				inside := make(chan struct{})
+				go func() {
+					late <- tenure.Tx(ctx, nil, func(tx *sql.Tx) error {
+						if err := fencetest.InsertBusiness(ctx, db, tx, fences, resource, a.Epoch, "late", 1); err != nil {
+							return err
+						}
+						close(inside)
+						<-resume // paused, with the transaction open
+						return nil
+					})
+				}()
+				select {
+				case <-inside:
+					started = true
+				case err := <-late:
+					if !errors.Is(err, postgres.ErrNotLive) {
+						t.Fatal(err)
 					}
-					close(inside)
-					<-resume // paused, with the transaction open
-					return nil
-				})
-			}()
-			<-inside
+				}
+			}
 			awaitServerClock(t, db.DB, a.ExpiresAt) // A's lease has expired; its transaction is open
 			began := time.Now()
 			granted := make(chan leases.Lease, 1)
