@@ -20,6 +20,13 @@ import (
 // returns the current value, and the decision is made again on it: two
 // round trips, as a read would have cost.
 //
+// Other processes' writes: a watch on the store's prefix (watch.go,
+// followOthers) updates the guesses of keys this process has seen, so
+// that a waiter acquiring right after another process's release also goes
+// out in one round trip. Measured (BenchmarkAcquireAfterAnotherProcess in
+// tests/etcdstore, three runs against the bare put at load 8.8): 1.09x to
+// 1.34x with the watch, 2.31x to 2.44x without.
+//
 // What keeps it safe: no answer ever rests on the guess alone. A write is
 // committed only if the compare proves the guess current at the
 // transaction's revision. A refusal, or an outcome that writes nothing

@@ -161,6 +161,38 @@ func BenchmarkAcquire(b *testing.B) {
 	})
 }
 
+// A waiter's acquire right after another process released the lease (the
+// release seen, as a waiting session sees it, through a watch): the path
+// on which the store's guess is another process's write. Untimed: the
+// other process's acquire and release, and the wait for the watch.
+func BenchmarkAcquireAfterAnotherProcess(b *testing.B) {
+	ctx := context.Background()
+	p := benchPrefix(b)
+	holder := etcd.New(client(b), etcd.Options{Prefix: p}).Authority()
+	waiter := etcd.New(client(b), etcd.Options{Prefix: p}).Authority()
+	paired(b, txnPut(client(b), p+"floor"), benchOp{
+		prepare: func(i int64) error {
+			held, err := holder.Acquire(ctx, "r", "A", 2*i, 1)
+			if err != nil {
+				return err
+			}
+			changed, err := waiter.(leases.Watcher).Changed(ctx, "r")
+			if err != nil {
+				return err
+			}
+			if err := holder.Release(ctx, held, 2*i); err != nil {
+				return err
+			}
+			<-changed
+			return nil
+		},
+		call: func(i int64) error {
+			_, err := waiter.Acquire(ctx, "r", "B", 2*i, 1)
+			return err
+		},
+	})
+}
+
 func BenchmarkRenew(b *testing.B) {
 	designs(b, func(store func() *etcd.Store) benchOp {
 		var held leases.Lease
