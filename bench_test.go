@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/command"
+	"leases/internal/experiment/command"
 	"leases/sqlite"
 )
 

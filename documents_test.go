@@ -15,8 +15,8 @@ import (
 	"strings"
 	"testing"
 
-	"leases/internal/report"
-	"leases/internal/results"
+	"leases/internal/experiment/report"
+	"leases/internal/experiment/results"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated blocks of README.md and docs/ from results.json")

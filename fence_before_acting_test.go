@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/scenario"
+	"leases/internal/experiment/scenario"
 )
 
 // The fourth real-process scenario: B observes epoch 2 before acting, so

@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/backend"
-	"leases/internal/command"
 	"leases/internal/contract"
-	"leases/internal/scenario"
+	"leases/internal/experiment/backend"
+	"leases/internal/experiment/command"
+	"leases/internal/experiment/scenario"
+	"leases/internal/experiment/worker"
 	"leases/internal/testctx"
-	"leases/internal/worker"
 	"leases/sqlite"
 
 	sqlitedriver "modernc.org/sqlite"

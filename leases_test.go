@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/backend"
-	"leases/internal/command"
 	"leases/internal/contract"
-	"leases/internal/scenario"
+	"leases/internal/experiment/backend"
+	"leases/internal/experiment/command"
+	"leases/internal/experiment/scenario"
 	"leases/internal/sqlitestore"
 	"leases/sqlite"
 )

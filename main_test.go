@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"testing"
 
-	"leases/internal/command"
+	"leases/internal/experiment/command"
+	"leases/internal/experiment/worker"
 	"leases/internal/sqlitestore"
-	"leases/internal/worker"
 )
 
 // Test-only roles of this binary, chosen by environment variables. The

@@ -16,7 +16,7 @@ func processGone(pid int) bool {
 // inOwnProcessGroup starts cmd in a process group of its own, and has its
 // context's end kill the whole group: the command and strace in front of
 // it. (Its workers lead groups of their own, and end with the command:
-// see internal/worker.)
+// see internal/experiment/worker.)
 func inOwnProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killProcessGroup(cmd) }

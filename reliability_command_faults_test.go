@@ -30,7 +30,7 @@ import (
 	"strings"
 	"testing"
 
-	"leases/internal/command"
+	"leases/internal/experiment/command"
 )
 
 // faultsEnv set to "all" runs every case; by default only the cases that

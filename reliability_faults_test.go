@@ -18,8 +18,8 @@ import (
 
 	"leases"
 	"leases/internal/contract"
+	"leases/internal/experiment/worker"
 	"leases/internal/testctx"
-	"leases/internal/worker"
 	"leases/sqlite"
 )
 

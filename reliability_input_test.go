@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/command"
 	"leases/internal/contract"
+	"leases/internal/experiment/command"
 )
 
 // Every invalid argument is refused with ErrInvalidInput, in one short

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"leases/internal/command"
+	"leases/internal/experiment/command"
 )
 
 func TestInterruptedCommand(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"leases/internal/load"
+	"leases/internal/experiment/load"
 )
 
 // soakEnv raises the load for a soak: LEASES_SOAK=workers,rounds. The run

@@ -14,7 +14,7 @@ import (
 
 	"leases"
 	"leases/internal/contract"
-	"leases/internal/worker"
+	"leases/internal/experiment/worker"
 	"leases/sqlite"
 )
 

@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	"leases"
-	"leases/internal/worker"
+	"leases/internal/experiment/worker"
 )
 
 // pkActor is one worker as the controller knows it: its process and what

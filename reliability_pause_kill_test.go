@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/worker"
+	"leases/internal/experiment/worker"
 )
 
 // The run's size and seed come from the environment: LEASES_PAUSE_KILL is

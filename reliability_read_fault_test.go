@@ -10,7 +10,7 @@ import (
 
 	"leases"
 	"leases/internal/contract"
-	"leases/internal/worker"
+	"leases/internal/experiment/worker"
 )
 
 // Each operation reads its row first. If that read failed and were taken

@@ -18,8 +18,8 @@ package main
 import (
 	"os"
 
-	"leases/internal/backend"
-	"leases/internal/command"
+	"leases/internal/experiment/backend"
+	"leases/internal/experiment/command"
 	"leases/internal/roles"
 	"leases/tests/etcdbackend"
 )

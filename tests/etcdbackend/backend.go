@@ -22,7 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"leases/etcd"
-	"leases/internal/backend"
+	"leases/internal/experiment/backend"
 	"leases/tests/etcdcluster"
 )
 

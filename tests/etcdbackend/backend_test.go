@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"leases/internal/backend"
+	"leases/internal/experiment/backend"
 	"leases/internal/roles"
 	"leases/internal/testctx"
 )

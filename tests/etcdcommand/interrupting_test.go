@@ -6,7 +6,7 @@ import (
 	"strings"
 	"syscall"
 
-	"leases/internal/backend"
+	"leases/internal/experiment/backend"
 )
 
 // interruptingKind is kind, except that the failover scenario's place

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"leases/internal/backend"
-	"leases/internal/command"
+	"leases/internal/experiment/backend"
+	"leases/internal/experiment/command"
+	"leases/internal/experiment/worker"
 	"leases/internal/roles"
 	"leases/internal/testctx"
-	"leases/internal/worker"
 	"leases/tests/etcdbackend"
 	"leases/tests/etcdcluster"
 )

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"leases/internal/backend"
-	"leases/internal/explore"
+	"leases/internal/experiment/backend"
+	"leases/internal/experiment/explore"
 	"leases/tests/etcdbackend"
 )
 

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"leases"
-	"leases/internal/backend"
+	"leases/internal/experiment/backend"
 )
 
 // Options tune a scenario's run; the zero value is the default.

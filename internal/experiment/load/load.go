@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/backend"
-	"leases/internal/worker"
+	"leases/internal/experiment/backend"
+	"leases/internal/experiment/worker"
 	"leases/sqlite"
 )
 

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/results"
-	"leases/internal/scenario"
-	"leases/internal/worker"
+	"leases/internal/experiment/results"
+	"leases/internal/experiment/scenario"
+	"leases/internal/experiment/worker"
 	"leases/sqlite"
 )
 

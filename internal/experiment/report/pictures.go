@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"leases"
-	"leases/internal/diagram"
-	"leases/internal/scenario"
+	"leases/internal/experiment/diagram"
+	"leases/internal/experiment/scenario"
 )
 
 // Participants' IDs in the pictures.

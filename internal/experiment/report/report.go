@@ -13,8 +13,8 @@ import (
 	"slices"
 	"strings"
 
-	"leases/internal/diagram"
-	"leases/internal/results"
+	"leases/internal/experiment/diagram"
+	"leases/internal/experiment/results"
 )
 
 // Blocks are every generated block of doc, by name.

@@ -16,12 +16,12 @@ import (
 	"syscall"
 	"time"
 
-	"leases/internal/backend"
-	"leases/internal/explore"
-	"leases/internal/report"
-	"leases/internal/results"
-	"leases/internal/scenario"
-	"leases/internal/worker"
+	"leases/internal/experiment/backend"
+	"leases/internal/experiment/explore"
+	"leases/internal/experiment/report"
+	"leases/internal/experiment/results"
+	"leases/internal/experiment/scenario"
+	"leases/internal/experiment/worker"
 )
 
 // Exit statuses of the command.

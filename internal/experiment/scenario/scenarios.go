@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"leases"
-	"leases/internal/backend"
+	"leases/internal/experiment/backend"
 )
 
 // Def is one named schedule and the receiver it runs against.

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"leases/internal/backend"
+	"leases/internal/experiment/backend"
 )
 
 // fullAfter accepts n writes, then fails every later one as a full disk

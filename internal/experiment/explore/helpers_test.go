@@ -3,7 +3,7 @@ package explore
 import (
 	"context"
 
-	"leases/internal/backend"
+	"leases/internal/experiment/backend"
 )
 
 // sqlite is the SQLite backend, readied: it needs nothing started, and its

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"leases"
-	"leases/internal/backend"
+	"leases/internal/experiment/backend"
 )
 
 // Exploration is the results.json section that covers every schedule of

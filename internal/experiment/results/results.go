@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"reflect"
 
-	"leases/internal/explore"
-	"leases/internal/scenario"
+	"leases/internal/experiment/explore"
+	"leases/internal/experiment/scenario"
 )
 
 // Schema names the layout of the results document; bump it when the

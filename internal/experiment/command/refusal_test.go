@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"leases/internal/backend"
+	"leases/internal/experiment/backend"
 )
 
 // untouchable is a backend that fails the test if the command starts it or

@@ -12,7 +12,7 @@ import (
 
 	"leases"
 	"leases/clock"
-	"leases/internal/backend"
+	"leases/internal/experiment/backend"
 	"leases/session"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"leases"
 	"leases/fence"
-	"leases/internal/backend"
+	"leases/internal/experiment/backend"
 )
 
 // txFence is the fenced receiver as a user's own transactions see it: the

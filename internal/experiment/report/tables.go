@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"leases/internal/explore"
-	"leases/internal/results"
+	"leases/internal/experiment/explore"
+	"leases/internal/experiment/results"
 )
 
 // scenarioTable lists every scenario once: its receiver, what held on the

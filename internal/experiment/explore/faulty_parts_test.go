@@ -5,7 +5,7 @@ import (
 	"database/sql"
 
 	"leases"
-	"leases/internal/backend"
+	"leases/internal/experiment/backend"
 )
 
 // The broken authorities and receivers below exist to show that each of

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"leases"
-	"leases/internal/backend"
-	"leases/internal/worker"
+	"leases/internal/experiment/backend"
+	"leases/internal/experiment/worker"
 )
 
 // script drives the workers of one scenario through its schedule. The

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"leases/internal/backend"
-	"leases/internal/explore"
-	"leases/internal/results"
-	"leases/internal/scenario"
-	"leases/internal/worker"
+	"leases/internal/experiment/backend"
+	"leases/internal/experiment/explore"
+	"leases/internal/experiment/results"
+	"leases/internal/experiment/scenario"
+	"leases/internal/experiment/worker"
 )
 
 // DefaultTimeout bounds a whole run. It only catches a hung run (a worker
