@@ -26,10 +26,10 @@ import (
 	sqlitedriver "modernc.org/sqlite"
 )
 
-// kinds are the backends this test binary knows: its workers and the
+// drivers are the backends this test binary knows: its workers and the
 // command it plays run on SQLite. The etcd module's tests run the same
 // machinery on etcd.
-var kinds = []backend.Kind{backend.SQLite{}}
+var drivers = []backend.Driver{backend.SQLite{}}
 
 // testContext bounds what a test waits for by the test's own deadline
 // (see package testctx).
@@ -197,7 +197,7 @@ func findStep(t *testing.T, sc scenario.Scenario, actor, operation string, n int
 // ends; env adds KEY=value entries to its environment.
 func startWorker(t *testing.T, ctx context.Context, name, path string, env ...string) *worker.Worker {
 	t.Helper()
-	w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Spec: path, Env: env})
+	w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Address: path, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,7 +244,7 @@ func TestWorkerProcesses(t *testing.T) {
 			}
 		}()
 		_, err := scenario.RunByName(ctx, backend.SQLite{}, scenario.FencedReceiver, scenario.Options{
-			PlaceMade: func(_, path string) {
+			SandboxMade: func(_, path string) {
 				// Hold the write lock so the worker's first transaction waits.
 				db, err := sql.Open("sqlite", path+"?_txlock=immediate")
 				if err != nil {

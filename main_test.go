@@ -76,7 +76,7 @@ func TestMain(m *testing.M) {
 	}
 	// The worker role first: workers inherit the controller's environment,
 	// and must not become controllers in turn.
-	worker.RunIfRequested(kinds...)
+	worker.RunIfRequested(drivers...)
 	if dbPath := os.Getenv(controllerEnv); dbPath != "" {
 		os.Exit(playController(dbPath))
 	}
@@ -88,7 +88,7 @@ func TestMain(m *testing.M) {
 				once.Do(func() { _ = signalProcess(os.Getpid(), sig) })
 			}
 		}
-		os.Exit(command.Command(kinds...))
+		os.Exit(command.Command(drivers...))
 	}
 	code := m.Run()
 	if commandDir != "" {
@@ -116,7 +116,7 @@ func playController(dbPath string) int {
 	var pids []any
 	var workers []*worker.Worker
 	for _, name := range []string{"A", "B"} {
-		w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Spec: dbPath, GroupOnly: os.Getenv(groupOnlyEnv) != ""})
+		w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Address: dbPath, GroupOnly: os.Getenv(groupOnlyEnv) != ""})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

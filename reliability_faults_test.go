@@ -259,7 +259,7 @@ func TestDatabaseMadeReadOnly(t *testing.T) {
 	before := dumpTables(t, path)
 	makeReadOnly(t, path)
 
-	_, err := worker.Start(ctx, "B", worker.Options{Backend: "sqlite", Spec: path})
+	_, err := worker.Start(ctx, "B", worker.Options{Backend: "sqlite", Address: path})
 	if err == nil || !strings.Contains(err.Error(), "not writable") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("starting a worker on a read-only file: %v; want one line saying it is not writable", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"leases"
+	"leases/internal/experiment/backend"
 	"leases/sqlite"
 )
 
@@ -64,7 +65,7 @@ func TestLogDeletedOrReplacedUnderAnOpenStore(t *testing.T) {
 				"acquire": func() error { _, err := holder.Acquire(ctx, "r", 3, 3); return err },
 				"write":   func() error { _, err := holder.Write(ctx, leases.Fenced, "r", 2, "v2"); return err },
 				"renew":   func() error { _, err := holder.Renew(ctx, lease, 1, 3); return err },
-				"read":    func() error { _, _, err := holder.Read(ctx, leases.Fenced, "r"); return err },
+				"read":    func() error { _, _, err := holder.Read(ctx, backend.Fenced, "r"); return err },
 			} {
 				err := op()
 				if err == nil || !strings.Contains(err.Error(), sqlite.ErrDatabaseMoved.Error()) || !strings.Contains(err.Error(), tc.naming) {

@@ -14,6 +14,7 @@ import (
 
 	"leases"
 	"leases/internal/contract"
+	"leases/internal/experiment/backend"
 	"leases/internal/experiment/worker"
 	"leases/sqlite"
 )
@@ -75,7 +76,7 @@ func TestFailedCommitIsAnUnknownOutcome(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), leases.ErrOutcomeUnknown.Error()) {
 				t.Fatalf("victim's %s with a failing fsync: %v; want %q, not a plain failure", tc.name, err, leases.ErrOutcomeUnknown)
 			}
-			if _, _, err := victim.Read(ctx, leases.Fenced, "r"); err == nil || !strings.Contains(err.Error(), sqlite.ErrReopenRequired.Error()) {
+			if _, _, err := victim.Read(ctx, backend.Fenced, "r"); err == nil || !strings.Contains(err.Error(), sqlite.ErrReopenRequired.Error()) {
 				t.Fatalf("the victim's store read after the unknown outcome: %v; want %q", err, sqlite.ErrReopenRequired)
 			}
 			// Both die without closing the file, as a crashed process does.

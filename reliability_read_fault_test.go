@@ -10,6 +10,7 @@ import (
 
 	"leases"
 	"leases/internal/contract"
+	"leases/internal/experiment/backend"
 	"leases/internal/experiment/worker"
 )
 
@@ -63,7 +64,7 @@ func TestFailedReadIsNotNotFound(t *testing.T) {
 			held := mustAcquire(t, auth, "r", "A", 5, 10)
 			contract.MustWrite(t, fenced, "r", held.Epoch, "v1")
 			w := startWorker(t, ctx, "W", path, oneThreadEnv+"=1")
-			if _, _, err := w.Read(ctx, leases.Fenced, "r"); err != nil { // warms its cache
+			if _, _, err := w.Read(ctx, backend.Fenced, "r"); err != nil { // warms its cache
 				t.Fatal(err)
 			}
 			tc.change(t, auth, fenced, held)

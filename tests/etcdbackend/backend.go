@@ -37,26 +37,26 @@ type Backend struct {
 	Wrap func(member int) []string
 }
 
-var _ backend.Kind = Backend{}
+var _ backend.Driver = Backend{}
 
 // Members is how many members the evidence's cluster has.
 const Members = 3
 
-// Name implements backend.Kind.
+// Name implements backend.Driver.
 func (Backend) Name() string { return "etcd" }
 
-// spec is what a worker needs to open a store on a place.
-type spec struct {
+// address is what a worker needs to open a store on a sandbox.
+type address struct {
 	Endpoints []string `json:"endpoints"`
 	Prefix    string   `json:"prefix"`
 }
 
-// Open implements backend.Kind: a client of every endpoint in spec, and
-// the store on the spec's prefix. Closing the store closes the client.
+// Open implements backend.Driver: a client of every endpoint in address, and
+// the store on the address's prefix. Closing the store closes the client.
 func (Backend) Open(ctx context.Context, specText string) (backend.Store, error) {
-	var s spec
+	var s address
 	if err := json.Unmarshal([]byte(specText), &s); err != nil {
-		return nil, fmt.Errorf("etcd place %q: %w", specText, err)
+		return nil, fmt.Errorf("etcd sandbox %q: %w", specText, err)
 	}
 	client, err := clientv3.New(clientv3.Config{Endpoints: s.Endpoints, Logger: zap.NewNop()})
 	if err != nil {
@@ -65,16 +65,16 @@ func (Backend) Open(ctx context.Context, specText string) (backend.Store, error)
 	return newClientStore(client, s.Prefix), nil
 }
 
-// Start implements backend.Kind: a cluster of Members members. Its data
+// Start implements backend.Driver: a cluster of Members members. Its data
 // goes in a directory of the cluster's own under os.TempDir(), not in
 // dir: there the next run's Start finds it, and removes it, if this run
 // is killed (etcdcluster.Sweep).
-func (b Backend) Start(ctx context.Context, dir string) (backend.Running, error) {
+func (b Backend) Start(ctx context.Context, dir string) (backend.Deployment, error) {
 	c, err := etcdcluster.Start(ctx, etcdcluster.Options{Members: Members, Wrap: b.Wrap})
 	if err != nil {
 		return nil, err
 	}
-	return &running{cluster: c}, nil
+	return &deployment{cluster: c}, nil
 }
 
 // clientStore is a store that owns its client.
@@ -101,50 +101,50 @@ func newClientStore(client *clientv3.Client, prefix string) clientStore {
 
 func (s clientStore) Close() error { return s.client.Close() }
 
-// running is the cluster of one run. Every place is a prefix of its own;
+// deployment is the cluster of one run. Every sandbox is a prefix of its own;
 // the explorer's stores too.
-type running struct {
-	cluster *etcdcluster.Cluster
-	mu      sync.Mutex
-	places  int
+type deployment struct {
+	cluster   *etcdcluster.Cluster
+	mu        sync.Mutex
+	sandboxes int
 }
 
-func (r *running) Close() error { return r.cluster.Close() }
+func (r *deployment) Close() error { return r.cluster.Close() }
 
 // Failed implements backend.Failing: a member that ends unbidden fails
 // the run, even if the others could go on without it.
-func (r *running) Failed() <-chan struct{} { return r.cluster.Failed() }
+func (r *deployment) Failed() <-chan struct{} { return r.cluster.Failed() }
 
 // Err implements backend.Failing.
-func (r *running) Err() error { return r.cluster.Err() }
+func (r *deployment) Err() error { return r.cluster.Err() }
 
-// prefix names the n-th place of the run.
-func (r *running) prefix(name string) string {
+// prefix names the n-th sandbox of the run.
+func (r *deployment) prefix(name string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.places++
-	return fmt.Sprintf("/%s-%d/", name, r.places)
+	r.sandboxes++
+	return fmt.Sprintf("/%s-%d/", name, r.sandboxes)
 }
 
-// NewPlace implements backend.Running.
-func (r *running) NewPlace(ctx context.Context, scenario string) (backend.Place, error) {
+// NewPlace implements backend.Deployment.
+func (r *deployment) NewSandbox(ctx context.Context, scenario string) (backend.Sandbox, error) {
 	client, err := r.cluster.Client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p := &place{ctx: ctx, cluster: r.cluster, client: client, prefix: r.prefix(scenario), stopped: -1}
-	text, err := json.Marshal(spec{Endpoints: r.cluster.Endpoints(), Prefix: p.prefix})
-	p.spec = string(text)
+	p := &sandbox{ctx: ctx, cluster: r.cluster, client: client, prefix: r.prefix(scenario), stopped: -1}
+	text, err := json.Marshal(address{Endpoints: r.cluster.Endpoints(), Prefix: p.prefix})
+	p.address = string(text)
 	return p, err
 }
 
-// Explorable implements backend.Running: a store on a fresh prefix whose
+// Explorable implements backend.Deployment: a store on a fresh prefix whose
 // snapshot is every key under it. Its client talks to the leader alone:
 // the explorer's steps are sequential round trips, and one sent to a
 // follower waits for it to forward the proposal to the leader and to
 // learn of the commit, two more hops between processes; no member fails
 // while the explorer runs.
-func (r *running) Explorable(ctx context.Context) (backend.Explorable, error) {
+func (r *deployment) Rewindable(ctx context.Context) (backend.Rewindable, error) {
 	leader, err := r.cluster.Leader(ctx)
 	if err != nil {
 		return nil, err
@@ -157,25 +157,25 @@ func (r *running) Explorable(ctx context.Context) (backend.Explorable, error) {
 	return explorable{newClientStore(client, prefix), prefix}, nil
 }
 
-// place is one scenario's prefix on the run's cluster. It is a
+// sandbox is one scenario's prefix on the run's cluster. It is a
 // backend.Cluster: the failover scenario kills and restarts the leader.
-type place struct {
+type sandbox struct {
 	ctx     context.Context // the run's: an interrupted run cleans up nothing
 	cluster *etcdcluster.Cluster
 	client  *clientv3.Client // the controller's, for cleaning up
 	prefix  string
-	spec    string
+	address string
 	stopped int // the stopped member, or -1
 }
 
-func (p *place) Spec() string { return p.spec }
+func (p *sandbox) Address() string { return p.address }
 
 // Close deletes every key under the prefix: what a scenario wrote is not
 // left for the next one, nor counted in the explorer's snapshots. The
 // delete is bounded by the run's context: once the run is interrupted,
 // the cluster goes with it, and waiting on it (a killed leader's
 // connection, a lost quorum) would only hold up the end.
-func (p *place) Close() error {
+func (p *sandbox) Close() error {
 	var err error
 	if p.ctx.Err() == nil {
 		_, err = p.client.Delete(p.ctx, p.prefix, clientv3.WithPrefix())
@@ -183,14 +183,14 @@ func (p *place) Close() error {
 	return errors.Join(err, p.client.Close())
 }
 
-func (p *place) Members() int { return Members }
+func (p *sandbox) Members() int { return Members }
 
 // StopLeader kills the leading member (SIGKILL) and returns once the
 // others serve again: they have elected a leader, committed a write in
 // its term, and each serves a linearizable read. Before that, a request
 // may fail with "leader changed", and a scenario's next step would be an
 // unknown outcome rather than the step it means to show.
-func (p *place) StopLeader(ctx context.Context) error {
+func (p *sandbox) StopLeader(ctx context.Context) error {
 	leader, err := p.cluster.Leader(ctx)
 	if err != nil {
 		return err
@@ -229,7 +229,7 @@ func (p *place) StopLeader(ctx context.Context) error {
 }
 
 // settledKey is where StopLeader writes to learn that the cluster serves
-// again; it is under no place's prefix.
+// again; it is under no sandbox's prefix.
 const settledKey = "/etcdbackend/settled"
 
 // transient reports whether err is one etcd answers while a cluster
@@ -242,7 +242,7 @@ func transient(err error) bool {
 // RestartStopped restarts the member StopLeader killed and returns once
 // it serves a linearizable read, which it does only after it has applied
 // everything the cluster committed up to the read.
-func (p *place) RestartStopped(ctx context.Context) error {
+func (p *sandbox) RestartStopped(ctx context.Context) error {
 	if p.stopped < 0 {
 		return errors.New("etcdbackend: no member was killed")
 	}
@@ -260,7 +260,7 @@ func (p *place) RestartStopped(ctx context.Context) error {
 }
 
 // OpenMember opens a store whose requests member i alone serves.
-func (p *place) OpenMember(ctx context.Context, i int) (backend.Store, error) {
+func (p *sandbox) OpenMember(ctx context.Context, i int) (backend.Store, error) {
 	client, err := p.cluster.MemberClient(ctx, i)
 	if err != nil {
 		return nil, err

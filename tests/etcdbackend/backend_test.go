@@ -14,7 +14,7 @@ func TestMain(m *testing.M) {
 	os.Exit(roles.CheckUnused(m.Run()))
 }
 
-// The failover scenario's place kills the leader's process: the member is
+// The failover scenario's sandbox kills the leader's process: the member is
 // down, the others lead and serve, and no failure is reported; restarted,
 // it is a new process on the same member.
 func TestStopLeaderKillsTheLeadersProcess(t *testing.T) {
@@ -24,19 +24,19 @@ func TestStopLeaderKillsTheLeadersProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close() })
-	p, err := r.NewPlace(ctx, "failover")
+	p, err := r.NewSandbox(ctx, "failover")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	place := p.(backend.Cluster)
-	c := r.(*running).cluster
+	sandbox := p.(backend.Cluster)
+	c := r.(*deployment).cluster
 	leader, err := c.Leader(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pid, _ := c.PID(leader)
-	if err := place.StopLeader(ctx); err != nil {
+	if err := sandbox.StopLeader(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, up := c.PID(leader); up {
@@ -45,7 +45,7 @@ func TestStopLeaderKillsTheLeadersProcess(t *testing.T) {
 	if next, err := c.Leader(ctx); err != nil || next == leader {
 		t.Fatalf("leader after StopLeader: %d, %v; want another than %d", next, err, leader)
 	}
-	if err := place.RestartStopped(ctx); err != nil {
+	if err := sandbox.RestartStopped(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if again, up := c.PID(leader); !up || again == pid {

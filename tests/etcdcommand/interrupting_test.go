@@ -9,13 +9,13 @@ import (
 	"leases/internal/experiment/backend"
 )
 
-// interruptingKind is kind, except that the failover scenario's place
+// interruptingKind is driver, except that the failover scenario's sandbox
 // signals the command (this process) at a point of the failover: at is
 // POINT:SIGNAL, POINT one of "before-kill" (as StopLeader starts),
 // "after-kill" (once the others serve again) and "restart" (as the killed
 // member restarts). Right before it signals, it writes a byte to fd 4, the
 // test's marker pipe.
-func interruptingKind(kind backend.Kind, at string) backend.Kind {
+func interruptingKind(driver backend.Driver, at string) backend.Driver {
 	point, name, _ := strings.Cut(at, ":")
 	sig := os.Signal(os.Interrupt)
 	switch name {
@@ -24,21 +24,21 @@ func interruptingKind(kind backend.Kind, at string) backend.Kind {
 	case "SIGKILL":
 		sig = syscall.SIGKILL
 	}
-	return interrupting{Kind: kind, point: point, sig: sig}
+	return interrupting{Driver: driver, point: point, sig: sig}
 }
 
 type interrupting struct {
-	backend.Kind
+	backend.Driver
 	point string
 	sig   os.Signal
 }
 
-func (k interrupting) Start(ctx context.Context, dir string) (backend.Running, error) {
-	r, err := k.Kind.Start(ctx, dir)
+func (k interrupting) Start(ctx context.Context, dir string) (backend.Deployment, error) {
+	r, err := k.Driver.Start(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	return interruptingRunning{Running: r, failing: r.(backend.Failing), k: k}, nil
+	return interruptingDeployment{Deployment: r, failing: r.(backend.Failing), k: k}, nil
 }
 
 // signal marks the moment and signals this process.
@@ -48,17 +48,17 @@ func (k interrupting) signal() {
 	_ = self.Signal(k.sig)
 }
 
-type interruptingRunning struct {
-	backend.Running
+type interruptingDeployment struct {
+	backend.Deployment
 	failing backend.Failing
 	k       interrupting
 }
 
-func (r interruptingRunning) Failed() <-chan struct{} { return r.failing.Failed() }
-func (r interruptingRunning) Err() error              { return r.failing.Err() }
+func (r interruptingDeployment) Failed() <-chan struct{} { return r.failing.Failed() }
+func (r interruptingDeployment) Err() error              { return r.failing.Err() }
 
-func (r interruptingRunning) NewPlace(ctx context.Context, scenario string) (backend.Place, error) {
-	p, err := r.Running.NewPlace(ctx, scenario)
+func (r interruptingDeployment) NewSandbox(ctx context.Context, scenario string) (backend.Sandbox, error) {
+	p, err := r.Deployment.NewSandbox(ctx, scenario)
 	if c, ok := p.(backend.Cluster); ok && err == nil {
 		return interruptingPlace{Cluster: c, k: r.k}, nil
 	}

@@ -39,14 +39,14 @@ var commandRole = roles.Register("etcdcommand-test-command", func([]string) int 
 
 // commandKinds is the etcd backend, with member 0 wrapped and the
 // failover interrupted as the environment asks.
-func commandKinds() []backend.Kind {
-	var kind etcdbackend.Backend
+func commandKinds() []backend.Driver {
+	var driver etcdbackend.Backend
 	if words := os.Getenv(wrapEnv); words != "" {
 		var wrap []string
 		if err := json.Unmarshal([]byte(words), &wrap); err != nil {
 			panic(err)
 		}
-		kind.Wrap = func(member int) []string {
+		driver.Wrap = func(member int) []string {
 			if member == 0 {
 				return wrap
 			}
@@ -54,9 +54,9 @@ func commandKinds() []backend.Kind {
 		}
 	}
 	if at := os.Getenv(interruptEnv); at != "" {
-		return []backend.Kind{interruptingKind(kind, at)}
+		return []backend.Driver{interruptingKind(driver, at)}
 	}
-	return []backend.Kind{kind}
+	return []backend.Driver{driver}
 }
 
 // TestMain lets this binary play an etcd member and the command first

@@ -48,7 +48,7 @@ func TestExplorationOnEtcdFindsSQLitesFigures(t *testing.T) {
 	}
 }
 
-func sqliteRunning(t *testing.T) backend.Running {
+func sqliteRunning(t *testing.T) backend.Deployment {
 	t.Helper()
 	running, err := backend.SQLite{}.Start(testContext(t), "")
 	if err != nil {

@@ -1,9 +1,15 @@
 // Package backend is what the evidence needs from a backend of package
 // leases, so that the scenarios, the explorer and the command are written
-// once and run on each: a place to run one scenario in (a fresh file, a
-// fresh key prefix on a cluster), stores opened on that place in the
-// controller's process and in every worker's, and a store the explorer
-// can roll back.
+// once and run on each. The words, as database/sql's driver has them:
+//
+//   - a Driver is a backend as a binary knows it (SQLite; etcd);
+//   - a Deployment is a backend started for one run (nothing for SQLite;
+//     a cluster of member processes for etcd);
+//   - a Sandbox is a fresh, empty sandbox for one scenario (a file in a
+//     temporary directory; a key prefix on the cluster), and its Address
+//     is what a worker process opens a store with;
+//   - a Rewindable store is one the explorer can snapshot and roll back;
+//   - a Receiver names a receiver of a store, the guarded one included.
 package backend
 
 import (
@@ -16,8 +22,8 @@ import (
 	"leases"
 )
 
-// Store is a backend's store: the authority and the receivers on one
-// place.
+// Store is a backend's store: the authority and the receivers in one
+// sandbox.
 type Store interface {
 	Authority() leases.Authority
 	Receiver(mode leases.Mode) leases.Receiver
@@ -25,43 +31,57 @@ type Store interface {
 	Close() error
 }
 
-// GuardedReceiver, where a receiver is named by a leases.Mode (in the
-// worker protocol, in a scenario), names the guarded receiver: it is not
-// the mode of a receiver.
-const GuardedReceiver leases.Mode = "guarded"
+// Receiver names one of a store's receivers where the evidence names one
+// (a scenario, the worker protocol, results.json): the fenced or the
+// unfenced receiver, whose names are their leases.Mode, or the guarded
+// receiver, which has no mode.
+type Receiver string
+
+// The receivers of a store.
+const (
+	Fenced   = Receiver(leases.Fenced)
+	Unfenced = Receiver(leases.Unfenced)
+	Guarded  = Receiver("guarded")
+)
+
+// Mode is the receiver's leases.Mode; the guarded receiver has none.
+func (r Receiver) Mode() (mode leases.Mode, ok bool) {
+	return leases.Mode(r), r != Guarded
+}
 
 // Reader is the Read of the receiver that receiver names on store.
-func Reader(store Store, receiver leases.Mode) func(ctx context.Context, resource string) (leases.Record, bool, error) {
-	if receiver == GuardedReceiver {
+func Reader(store Store, receiver Receiver) func(ctx context.Context, resource string) (leases.Record, bool, error) {
+	mode, ok := receiver.Mode()
+	if !ok {
 		return store.Guarded().Read
 	}
-	return store.Receiver(receiver).Read
+	return store.Receiver(mode).Read
 }
 
-// Kind is one backend as a binary knows it. A worker process only opens
-// stores on places the controller made (Open); the controller first
+// Driver is one backend as a binary knows it. A worker process only opens
+// stores in sandboxes the controller made (Open); the controller first
 // starts what the backend needs (Start), an etcd cluster for example.
-type Kind interface {
+type Driver interface {
 	// Name is how results.json and the worker protocol call the backend.
 	Name() string
-	// Open opens a store on a place, given the place's Spec.
-	Open(ctx context.Context, spec string) (Store, error)
+	// Open opens a store in a sandbox, given the sandbox's Address.
+	Open(ctx context.Context, address string) (Store, error)
 	// Start readies the backend for one run; dir is a temporary directory
 	// of the run's own, removed after Close.
-	Start(ctx context.Context, dir string) (Running, error)
+	Start(ctx context.Context, dir string) (Deployment, error)
 }
 
-// Running is a backend readied for one run.
-type Running interface {
-	// NewPlace makes a fresh, empty place for one scenario.
-	NewPlace(ctx context.Context, scenario string) (Place, error)
-	// Explorable returns a fresh, empty store for the explorer.
-	Explorable(ctx context.Context) (Explorable, error)
+// Deployment is a backend started for one run.
+type Deployment interface {
+	// NewSandbox makes a fresh, empty sandbox for one scenario.
+	NewSandbox(ctx context.Context, scenario string) (Sandbox, error)
+	// Rewindable returns a fresh, empty store for the explorer.
+	Rewindable(ctx context.Context) (Rewindable, error)
 	// Close ends everything Start started.
 	Close() error
 }
 
-// Failing is a Running that can fail by itself while a run uses it: a
+// Failing is a Deployment that can fail by itself while a run uses it: a
 // cluster whose member process ends unbidden, say. Failed is closed then,
 // and Err says why; a run on it ends at once, with that as its error.
 // Once Close has returned, Err knows of every such failure.
@@ -70,37 +90,38 @@ type Failing interface {
 	Err() error
 }
 
-// StartInTemp readies kind for one run in a temporary directory of its
-// own; end closes what Start started and then removes the directory.
-func StartInTemp(ctx context.Context, kind Kind) (running Running, end func() error, err error) {
-	dir, err := os.MkdirTemp("", "leases-"+kind.Name()+"-")
+// StartInTemp starts driver's backend for one run in a temporary
+// directory of its own; end closes what Start started and then removes
+// the directory.
+func StartInTemp(ctx context.Context, driver Driver) (deployment Deployment, end func() error, err error) {
+	dir, err := os.MkdirTemp("", "leases-"+driver.Name()+"-")
 	if err != nil {
 		return nil, nil, err
 	}
-	if running, err = kind.Start(ctx, dir); err != nil {
-		return nil, nil, errors.Join(fmt.Errorf("start %s: %w", kind.Name(), err), os.RemoveAll(dir))
+	if deployment, err = driver.Start(ctx, dir); err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("start %s: %w", driver.Name(), err), os.RemoveAll(dir))
 	}
-	return running, func() error { return errors.Join(running.Close(), os.RemoveAll(dir)) }, nil
+	return deployment, func() error { return errors.Join(deployment.Close(), os.RemoveAll(dir)) }, nil
 }
 
-// Place is where one scenario runs.
-type Place interface {
-	// Spec tells a worker process how to open a store on the place.
-	Spec() string
-	// Close removes the place and all it holds.
+// Sandbox is where one scenario runs.
+type Sandbox interface {
+	// Address tells a worker process how to open a store in the sandbox.
+	Address() string
+	// Close removes the sandbox and all it holds.
 	Close() error
 }
 
-// Explorable is a store the explorer can snapshot and roll back. Two
+// Rewindable is a store the explorer can snapshot and roll back. Two
 // snapshots are equal exactly when the stores hold the same state, so a
 // snapshot also names a state.
-type Explorable interface {
+type Rewindable interface {
 	Store
 	Snapshot(ctx context.Context) ([]byte, error)
 	Restore(ctx context.Context, snapshot []byte) error
 }
 
-// UserTransactions is implemented by explorable stores on which a user's
+// UserTransactions is implemented by rewindable stores on which a user's
 // own transaction sees the authority's rows, so that the guarded write in
 // the user's transaction (the lease check and the fence in one
 // transaction of the user's) can be explored on them: SQLite's.
@@ -113,10 +134,10 @@ type UserTransactions interface {
 	LiveIn(ctx context.Context, tx *sql.Tx, held leases.Lease, now int64) (bool, error)
 }
 
-// Cluster is a place on a replicated backend whose members a scenario can
+// Cluster is a sandbox on a replicated backend whose members a scenario can
 // stop and restart, and read one by one.
 type Cluster interface {
-	Place
+	Sandbox
 	// Members is how many members the cluster has.
 	Members() int
 	// StopLeader stops the member that leads now, as a crash would, and
@@ -129,11 +150,11 @@ type Cluster interface {
 	OpenMember(ctx context.Context, i int) (Store, error)
 }
 
-// Find returns the kind called name.
-func Find(kinds []Kind, name string) (Kind, error) {
-	for _, k := range kinds {
-		if k.Name() == name {
-			return k, nil
+// Find returns the driver called name.
+func Find(drivers []Driver, name string) (Driver, error) {
+	for _, d := range drivers {
+		if d.Name() == name {
+			return d, nil
 		}
 	}
 	return nil, fmt.Errorf("no backend called %q", name)

@@ -13,43 +13,43 @@ import (
 	"leases/sqlite"
 )
 
-// SQLite is the SQLite backend for the evidence: each scenario gets a
-// fresh file in a temporary directory of its own, which every worker opens
-// by path; the explorer's store lives in memory.
+// SQLite is the SQLite backend for the evidence: each scenario's sandbox
+// is a fresh file in a temporary directory of its own, which every worker
+// opens by path (its Address); the explorer's store lives in memory.
 type SQLite struct{}
 
-// Name implements Kind.
+// Name implements Driver.
 func (SQLite) Name() string { return "sqlite" }
 
-// Open implements Kind: spec is the database file's path.
-func (SQLite) Open(ctx context.Context, spec string) (Store, error) {
-	s, err := sqlite.Open(ctx, spec)
+// Open implements Driver: address is the database file's path.
+func (SQLite) Open(ctx context.Context, address string) (Store, error) {
+	s, err := sqlite.Open(ctx, address)
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// Start implements Kind; SQLite needs nothing started.
-func (SQLite) Start(context.Context, string) (Running, error) { return sqliteRun{}, nil }
+// Start implements Driver; SQLite needs nothing started.
+func (SQLite) Start(context.Context, string) (Deployment, error) { return sqliteRun{}, nil }
 
 type sqliteRun struct{}
 
 func (sqliteRun) Close() error { return nil }
 
-// NewPlace makes a temporary directory for the scenario and names a file
+// NewSandbox makes a temporary directory for the scenario and names a file
 // in it; SQLite creates the file when the controller first opens it.
-func (sqliteRun) NewPlace(_ context.Context, scenario string) (Place, error) {
+func (sqliteRun) NewSandbox(_ context.Context, scenario string) (Sandbox, error) {
 	dir, err := os.MkdirTemp("", "leases-"+scenario+"-")
 	if err != nil {
 		return nil, err
 	}
-	return sqlitePlace{dir: dir, path: filepath.Join(dir, "shared.db")}, nil
+	return sqliteSandbox{dir: dir, path: filepath.Join(dir, "shared.db")}, nil
 }
 
-// Explorable opens an in-memory store: no file, no fsync, so that the
+// Rewindable opens an in-memory store: no file, no fsync, so that the
 // explorer's thousands of steps measure the code and not the disk.
-func (sqliteRun) Explorable(ctx context.Context) (Explorable, error) {
+func (sqliteRun) Rewindable(ctx context.Context) (Rewindable, error) {
 	s, err := sqlitestore.Open(ctx, ":memory:", sqlitestore.Config{BusyTimeout: sqlitestore.DefaultBusyTimeout})
 	if err != nil {
 		return nil, err
@@ -57,16 +57,16 @@ func (sqliteRun) Explorable(ctx context.Context) (Explorable, error) {
 	return sqliteExplorable{s}, nil
 }
 
-type sqlitePlace struct{ dir, path string }
+type sqliteSandbox struct{ dir, path string }
 
-func (p sqlitePlace) Spec() string { return p.path }
+func (p sqliteSandbox) Address() string { return p.path }
 
 // Close removes the database's files by name and then the empty
 // directory: unlink and rmdir need no open file, so a process out of file
 // descriptors, or whose opens fail, still cleans up. Anything else in the
 // directory is removed with os.RemoveAll, twice if need be, since what
 // stopped the first try may have passed. A directory left behind is named.
-func (p sqlitePlace) Close() error {
+func (p sqliteSandbox) Close() error {
 	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 		_ = os.Remove(p.path + suffix)
 	}

@@ -58,17 +58,17 @@ Exit status: 0 match, 1 mismatch, 2 usage error or bad file,
 // SIGTERM cancelling the run, so that an interrupted run still kills its
 // workers and removes its temporary directories. It returns the exit
 // status.
-func Command(kinds ...backend.Kind) int {
-	worker.RunIfRequested(kinds...)
+func Command(drivers ...backend.Driver) int {
+	worker.RunIfRequested(drivers...)
 	ctx, stop := cancelOnSignal(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Main(ctx, kinds, os.Args[1:], os.Stdout, os.Stderr)
+	return Main(ctx, drivers, os.Args[1:], os.Stdout, os.Stderr)
 }
 
 // Main is the command run-experiment. It returns the exit status. Once ctx
 // is done, the command reports why (context.Cause: the signal that
 // interrupted it, say), not the error of the operation it interrupted.
-func Main(ctx context.Context, kinds []backend.Kind, args []string, stdout, stderr io.Writer) int {
+func Main(ctx context.Context, drivers []backend.Driver, args []string, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int { return failf(stderr, code, format, a...) }
 	// What an interrupted operation returns is only a consequence; once
 	// ctx is done, its cause (the signal, say) is the one line.
@@ -93,7 +93,7 @@ func Main(ctx context.Context, kinds []backend.Kind, args []string, stdout, stde
 
 	start := time.Now()
 	var stats RunStats
-	doc, err := Run(ctx, kinds, Options{Timeout: set.timeout, Bounds: set.bounds, Stats: &stats})
+	doc, err := Run(ctx, drivers, Options{Timeout: set.timeout, Bounds: set.bounds, Stats: &stats})
 	if err == nil {
 		err = ctx.Err() // it finished as it was interrupted: write nothing
 	}

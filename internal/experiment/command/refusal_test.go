@@ -22,7 +22,7 @@ func (u untouchable) Open(context.Context, string) (backend.Store, error) {
 	return nil, errors.New("untouchable")
 }
 
-func (u untouchable) Start(context.Context, string) (backend.Running, error) {
+func (u untouchable) Start(context.Context, string) (backend.Deployment, error) {
 	u.t.Error("the command started a backend before refusing")
 	return nil, errors.New("untouchable")
 }
@@ -33,7 +33,7 @@ func (u untouchable) Start(context.Context, string) (backend.Running, error) {
 func refused(t *testing.T, want string, args ...string) string {
 	t.Helper()
 	var stdout, stderr strings.Builder
-	code := Main(t.Context(), []backend.Kind{untouchable{t}}, args, &stdout, &stderr)
+	code := Main(t.Context(), []backend.Driver{untouchable{t}}, args, &stdout, &stderr)
 	if code != ExitUsage || stdout.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 ||
 		!strings.HasPrefix(stderr.String(), want) {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d and one line starting %q",
@@ -45,7 +45,7 @@ func refused(t *testing.T, want string, args ...string) string {
 // committed is results.json as committed.
 func committed(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile("../../results.json")
+	data, err := os.ReadFile("../../../results.json")
 	if err != nil {
 		t.Fatal(err)
 	}

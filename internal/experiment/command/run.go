@@ -54,10 +54,10 @@ type BackendStats struct {
 	Explore     explore.Stats
 }
 
-// Run runs every scenario, each on a fresh place that is removed
+// Run runs every scenario, each on a fresh sandbox that is removed
 // afterwards, then explores every schedule of the bounded model, on each
 // backend in turn, and returns the semantic result.
-func Run(ctx context.Context, kinds []backend.Kind, opts Options) (*results.Results, error) {
+func Run(ctx context.Context, drivers []backend.Driver, opts Options) (*results.Results, error) {
 	// Every scenario pauses a worker: where none can be paused, fail
 	// before any backend starts.
 	if err := worker.CanStop(); err != nil {
@@ -75,20 +75,20 @@ func Run(ctx context.Context, kinds []backend.Kind, opts Options) (*results.Resu
 	}
 	// The backends run side by side: SQLite's exploration keeps a core
 	// busy while etcd's scenarios and exploration mostly wait for Raft
-	// round trips. What each found goes in the document in kinds' order,
+	// round trips. What each found goes in the document in drivers' order,
 	// whichever finished first.
-	stats.Backends = make([]BackendStats, len(kinds))
-	sections := make([]results.Backend, len(kinds))
-	errs := make([]error, len(kinds))
+	stats.Backends = make([]BackendStats, len(drivers))
+	sections := make([]results.Backend, len(drivers))
+	errs := make([]error, len(drivers))
 	var wg sync.WaitGroup
-	for i, kind := range kinds {
-		stats.Backends[i].Backend = kind.Name()
-		wg.Go(func() { sections[i], errs[i] = runBackend(ctx, kind, opts, &stats.Backends[i]) })
+	for i, driver := range drivers {
+		stats.Backends[i].Backend = driver.Name()
+		wg.Go(func() { sections[i], errs[i] = runBackend(ctx, driver, opts, &stats.Backends[i]) })
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err // the first backend's failure, in kinds' order
+			return nil, err // the first backend's failure, in drivers' order
 		}
 	}
 	doc := &results.Results{Schema: results.Schema, Backends: sections}
@@ -98,7 +98,7 @@ func Run(ctx context.Context, kinds []backend.Kind, opts Options) (*results.Resu
 
 // runBackend readies one backend in a temporary directory of its own, runs
 // its scenarios and its exploration, and ends what it started.
-func runBackend(ctx context.Context, kind backend.Kind, opts Options, stats *BackendStats) (results.Backend, error) {
+func runBackend(ctx context.Context, driver backend.Driver, opts Options, stats *BackendStats) (results.Backend, error) {
 	started := opts.Scenario.WorkerStarted
 	opts.Scenario.WorkerStarted = func(sc, worker string, pid int) {
 		stats.Workers++
@@ -107,32 +107,32 @@ func runBackend(ctx context.Context, kind backend.Kind, opts Options, stats *Bac
 		}
 	}
 	start := time.Now()
-	running, end, err := backend.StartInTemp(ctx, kind)
+	deployment, end, err := backend.StartInTemp(ctx, driver)
 	stats.Start = time.Since(start)
 	if err != nil {
 		return results.Backend{}, err
 	}
 	bounds := opts.Bounds
 	if bounds == (explore.Bounds{}) {
-		bounds = BoundsFor(kind.Name())
+		bounds = BoundsFor(driver.Name())
 	}
-	ctx, stop := endOnFailure(ctx, running)
-	section, err := runOn(ctx, kind, running, bounds, opts, stats)
+	ctx, stop := endOnFailure(ctx, deployment)
+	section, err := runOn(ctx, driver, deployment, bounds, opts, stats)
 	stop()
 	endErr := end()
 	// Asked only once end has returned: a member that died may fail a
 	// step (its connection ends) a moment before its end is known, and
 	// end waits for every process it started.
-	if f, ok := running.(backend.Failing); ok && f.Err() != nil {
-		err = fmt.Errorf("%s: %w", kind.Name(), f.Err()) // what the run's steps said is only a consequence
+	if f, ok := deployment.(backend.Failing); ok && f.Err() != nil {
+		err = fmt.Errorf("%s: %w", driver.Name(), f.Err()) // what the run's steps said is only a consequence
 	}
 	return section, errors.Join(err, endErr)
 }
 
-// endOnFailure returns a copy of ctx that ends when running fails by
+// endOnFailure returns a copy of ctx that ends when deployment fails by
 // itself (backend.Failing), and stop, which releases it.
-func endOnFailure(ctx context.Context, running backend.Running) (context.Context, func()) {
-	f, ok := running.(backend.Failing)
+func endOnFailure(ctx context.Context, deployment backend.Deployment) (context.Context, func()) {
+	f, ok := deployment.(backend.Failing)
 	if !ok {
 		return ctx, func() {}
 	}
@@ -170,16 +170,16 @@ func BoundsFor(backend string) explore.Bounds {
 var SmallBounds = explore.Bounds{Workers: 2, TTL: 1, LastTick: 1}
 
 // runOn runs the scenarios and the exploration on one backend.
-func runOn(ctx context.Context, kind backend.Kind, running backend.Running, bounds explore.Bounds, opts Options, stats *BackendStats) (results.Backend, error) {
-	section := results.Backend{Backend: kind.Name()}
+func runOn(ctx context.Context, driver backend.Driver, deployment backend.Deployment, bounds explore.Bounds, opts Options, stats *BackendStats) (results.Backend, error) {
+	section := results.Backend{Backend: driver.Name()}
 	start := time.Now()
 	for _, def := range scenario.Defs() {
-		if !def.RunsOn(kind.Name()) {
+		if !def.RunsOn(driver.Name()) {
 			continue
 		}
-		sc, err := scenario.Run(ctx, kind, running, def, opts.Scenario)
+		sc, err := scenario.Run(ctx, driver, deployment, def, opts.Scenario)
 		if err != nil {
-			return section, fmt.Errorf("%s: %w", kind.Name(), err)
+			return section, fmt.Errorf("%s: %w", driver.Name(), err)
 		}
 		section.Scenarios = append(section.Scenarios, sc)
 	}
@@ -187,9 +187,9 @@ func runOn(ctx context.Context, kind backend.Kind, running backend.Running, boun
 	// Not at the same time as the scenarios: measured, that saved nothing
 	// on two cores, since starting worker processes needs the CPU too.
 	start = time.Now()
-	exploration, exploreStats, err := explore.Explore(ctx, running, bounds)
+	exploration, exploreStats, err := explore.Explore(ctx, deployment, bounds)
 	if err != nil {
-		return section, fmt.Errorf("%s: %w", kind.Name(), err)
+		return section, fmt.Errorf("%s: %w", driver.Name(), err)
 	}
 	stats.Exploration += time.Since(start)
 	stats.Explore.Add(exploreStats)

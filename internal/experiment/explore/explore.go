@@ -71,14 +71,14 @@ func (s *Stats) Add(other Stats) {
 
 // Explore runs every schedule of the bounded model for each protocol on the
 // real authority and receiver of a running backend.
-func Explore(ctx context.Context, running backend.Running, bounds Bounds) (*Exploration, Stats, error) {
+func Explore(ctx context.Context, deployment backend.Deployment, bounds Bounds) (*Exploration, Stats, error) {
 	var stats Stats
 	if err := bounds.Check(); err != nil {
 		return nil, stats, err
 	}
 	ex := &Exploration{Bounds: bounds}
 	for _, p := range protocols {
-		figures, s, err := exploreProtocol(ctx, running, bounds, p, faults{})
+		figures, s, err := exploreProtocol(ctx, deployment, bounds, p, faults{})
 		if errors.Is(err, errNoUserTransactions) {
 			continue // a protocol this backend cannot run
 		}
@@ -108,8 +108,8 @@ type faults struct {
 
 // exploreProtocol explores one protocol with the given faults (none in the
 // command).
-func exploreProtocol(ctx context.Context, running backend.Running, bounds Bounds, p Protocol, f faults) (ProtocolFigures, Stats, error) {
-	x, done, err := newExplorer(ctx, running, bounds, p, f)
+func exploreProtocol(ctx context.Context, deployment backend.Deployment, bounds Bounds, p Protocol, f faults) (ProtocolFigures, Stats, error) {
+	x, done, err := newExplorer(ctx, deployment, bounds, p, f)
 	if err != nil {
 		return ProtocolFigures{}, Stats{}, err
 	}
@@ -134,7 +134,7 @@ func exploreProtocol(ctx context.Context, running backend.Running, bounds Bounds
 		if total.best[prop] == nil {
 			continue
 		}
-		schedule, err := replay(ctx, running, bounds, p, f, total.best[prop], prop)
+		schedule, err := replay(ctx, deployment, bounds, p, f, total.best[prop], prop)
 		if err != nil {
 			return ProtocolFigures{}, Stats{}, err
 		}
@@ -151,7 +151,7 @@ func exploreProtocol(ctx context.Context, running backend.Running, bounds Bounds
 // tally reused, while every schedule is still counted.
 type explorer struct {
 	model
-	store    backend.Explorable
+	store    backend.Rewindable
 	memo     map[stateKey]*tally
 	stepsRun int
 	restores int
@@ -166,8 +166,8 @@ type stateKey struct {
 	rows  string
 }
 
-func newExplorer(ctx context.Context, running backend.Running, bounds Bounds, p Protocol, f faults) (*explorer, func(), error) {
-	store, err := running.Explorable(ctx)
+func newExplorer(ctx context.Context, deployment backend.Deployment, bounds Bounds, p Protocol, f faults) (*explorer, func(), error) {
+	store, err := deployment.Rewindable(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -264,8 +264,8 @@ func (x *explorer) visit(ctx context.Context, s modelState) (*tally, error) {
 
 // replay runs one schedule from the start on a fresh database, describing
 // each step, and confirms that it has the property it was chosen for.
-func replay(ctx context.Context, running backend.Running, bounds Bounds, p Protocol, f faults, schedule *suffix, prop property) ([]string, error) {
-	x, done, err := newExplorer(ctx, running, bounds, p, f)
+func replay(ctx context.Context, deployment backend.Deployment, bounds Bounds, p Protocol, f faults, schedule *suffix, prop property) ([]string, error) {
+	x, done, err := newExplorer(ctx, deployment, bounds, p, f)
 	if err != nil {
 		return nil, err
 	}

@@ -123,5 +123,5 @@ func (alwaysLive) LiveIn(context.Context, *sql.Tx, leases.Lease, int64) (bool, e
 // its look at the lease: the fence alone. It brings the gap back.
 func newBlindTxGuard(store backend.Store) leases.GuardedReceiver {
 	w := store.(withFence)
-	return &txGuarded{fence: w.fence, users: alwaysLive{w.Explorable.(backend.UserTransactions)}}
+	return &txGuarded{fence: w.fence, users: alwaysLive{w.Rewindable.(backend.UserTransactions)}}
 }

@@ -145,12 +145,12 @@ func (f *txFence) close() error {
 // withFence is a backend's explorable store together with a user's fence
 // database: one state, snapshot and restored as one.
 type withFence struct {
-	backend.Explorable
+	backend.Rewindable
 	fence *txFence
 }
 
 func (w withFence) Snapshot(ctx context.Context) ([]byte, error) {
-	store, err := w.Explorable.Snapshot(ctx)
+	store, err := w.Rewindable.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -166,10 +166,10 @@ func (w withFence) Restore(ctx context.Context, snapshot []byte) error {
 	if err := json.Unmarshal(snapshot, &both); err != nil {
 		return fmt.Errorf("restore: not a snapshot: %w", err)
 	}
-	return errors.Join(w.Explorable.Restore(ctx, both[0]), w.fence.restore(ctx, both[1]))
+	return errors.Join(w.Rewindable.Restore(ctx, both[0]), w.fence.restore(ctx, both[1]))
 }
 
-func (w withFence) Close() error { return errors.Join(w.fence.close(), w.Explorable.Close()) }
+func (w withFence) Close() error { return errors.Join(w.fence.close(), w.Rewindable.Close()) }
 
 // errNoUserTransactions reports a backend whose store cannot run the
 // guarded write in the user's transaction.

@@ -88,7 +88,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 
 	l := &loadRun{leases: map[int64]*leaseSpan{}}
 	for i := range opts.Workers {
-		w, err := worker.Start(ctx, fmt.Sprintf("W%02d", i), worker.Options{Backend: backend.SQLite{}.Name(), Spec: dbPath})
+		w, err := worker.Start(ctx, fmt.Sprintf("W%02d", i), worker.Options{Backend: backend.SQLite{}.Name(), Address: dbPath})
 		if err != nil {
 			l.killAll()
 			return Report{}, err

@@ -51,7 +51,7 @@ func fill(v reflect.Value) {
 }
 
 func TestCheckShapeAcceptsWhatTheCommandWrites(t *testing.T) {
-	committed, err := os.ReadFile("../../results.json")
+	committed, err := os.ReadFile("../../../results.json")
 	if err != nil {
 		t.Fatal(err)
 	}

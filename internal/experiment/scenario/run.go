@@ -15,30 +15,30 @@ type Options struct {
 	// WorkerStarted, when set, learns the pid of every worker process as
 	// it starts. Pids never enter the results.
 	WorkerStarted func(scenario, worker string, pid int)
-	// PlaceMade, when set, runs after the controller has made the
-	// scenario's place and opened its own store there, and before any
+	// SandboxMade, when set, runs after the controller has made the
+	// scenario's sandbox and opened its own store there, and before any
 	// worker starts. Tests use it to interfere (hold a lock) and prove
 	// that a hung run fails loudly.
-	PlaceMade func(scenario, spec string)
+	SandboxMade func(scenario, address string)
 }
 
-// Run runs the scenario def on a fresh place of the running backend, and
-// removes the place afterwards. Every worker is a process of its own that
-// opens its own store on the place with kind.
-func Run(ctx context.Context, kind backend.Kind, running backend.Running, def Def, opts Options) (sc Scenario, err error) {
-	place, err := running.NewPlace(ctx, def.Name)
+// Run runs the scenario def on a fresh sandbox of the running backend, and
+// removes the sandbox afterwards. Every worker is a process of its own that
+// opens its own store on the sandbox with driver.
+func Run(ctx context.Context, driver backend.Driver, deployment backend.Deployment, def Def, opts Options) (sc Scenario, err error) {
+	sandbox, err := deployment.NewSandbox(ctx, def.Name)
 	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario %s: %w", def.Name, err)
 	}
 	defer func() {
-		if closeErr := place.Close(); closeErr != nil {
+		if closeErr := sandbox.Close(); closeErr != nil {
 			err = errors.Join(err, fmt.Errorf("scenario %s: %w", def.Name, closeErr))
 		}
 	}()
-	// The controller opens the place first (on SQLite, it creates the
+	// The controller opens the sandbox first (on SQLite, it creates the
 	// database) and keeps its own store only to read the receiver's
 	// record after each step.
-	store, err := kind.Open(ctx, place.Spec())
+	store, err := driver.Open(ctx, sandbox.Address())
 	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario %s: %w", def.Name, err)
 	}
@@ -47,11 +47,11 @@ func Run(ctx context.Context, kind backend.Kind, running backend.Running, def De
 			err = errors.Join(err, fmt.Errorf("scenario %s: closing its store: %w", def.Name, closeErr))
 		}
 	}()
-	if opts.PlaceMade != nil {
-		opts.PlaceMade(def.Name, place.Spec())
+	if opts.SandboxMade != nil {
+		opts.SandboxMade(def.Name, sandbox.Address())
 	}
 	r := &script{
-		ctx: ctx, def: def, kind: kind.Name(), place: place, observer: backend.Reader(store, def.Receiver),
+		ctx: ctx, def: def, backendName: driver.Name(), sandbox: sandbox, observer: backend.Reader(store, def.Receiver),
 		leaseOf: map[string]leases.Lease{}, opts: opts,
 	}
 	def.Schedule(r)
@@ -78,17 +78,17 @@ func recordOrNil(rec leases.Record, found bool) *leases.Record {
 	return &rec
 }
 
-// RunByName runs the scenario called name on kind, started for this run
+// RunByName runs the scenario called name on driver, started for this run
 // alone in a temporary directory that is removed afterwards.
-func RunByName(ctx context.Context, kind backend.Kind, name string, opts Options) (sc Scenario, err error) {
+func RunByName(ctx context.Context, driver backend.Driver, name string, opts Options) (sc Scenario, err error) {
 	i := slices.IndexFunc(defs, func(d Def) bool { return d.Name == name })
 	if i < 0 {
 		return Scenario{}, fmt.Errorf("no scenario called %q", name)
 	}
-	running, end, err := backend.StartInTemp(ctx, kind)
+	deployment, end, err := backend.StartInTemp(ctx, driver)
 	if err != nil {
 		return Scenario{}, err
 	}
 	defer func() { err = errors.Join(err, end()) }()
-	return Run(ctx, kind, running, defs[i], opts)
+	return Run(ctx, driver, deployment, defs[i], opts)
 }

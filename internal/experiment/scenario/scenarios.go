@@ -3,7 +3,6 @@ package scenario
 import (
 	"slices"
 
-	"leases"
 	"leases/internal/experiment/backend"
 )
 
@@ -13,7 +12,7 @@ type Def struct {
 	Description string
 	// Receiver is the receiver the workers write to: a leases.Mode, or
 	// Guarded.
-	Receiver leases.Mode
+	Receiver backend.Receiver
 	Params   Parameters
 	Schedule func(*script)
 	// Backends, when set, are the only backends the scenario runs on.
@@ -24,9 +23,6 @@ type Def struct {
 func (d Def) RunsOn(name string) bool {
 	return len(d.Backends) == 0 || slices.Contains(d.Backends, name)
 }
-
-// Guarded names the guarded receiver where a scenario names its receiver.
-const Guarded = backend.GuardedReceiver
 
 // Scenario names, as they appear in results.json.
 const (
@@ -76,32 +72,32 @@ var defs = []Def{
 		Description: "A acquires at tick 0 and pauses past its expiry; B is refused one tick before A's expiry, " +
 			"acquires at the expiry tick, writes, resends, sends a different value, and exits; A resumes and writes " +
 			"with its old epoch. The receiver does not compare epochs.",
-		Receiver: leases.Unfenced, Params: pausedHolderParams, Schedule: pausedHolder,
+		Receiver: backend.Unfenced, Params: pausedHolderParams, Schedule: pausedHolder,
 	},
 	{
 		Name:        FencedReceiver,
 		Description: "The same schedule against a receiver that compares epochs.",
-		Receiver:    leases.Fenced, Params: pausedHolderParams, Schedule: pausedHolder,
+		Receiver:    backend.Fenced, Params: pausedHolderParams, Schedule: pausedHolder,
 	},
 	{
 		Name: ExpiryBeforeReceiverObservationGap,
 		Description: "A acquires at tick 0 and pauses past its expiry; B acquires at the expiry tick but has not " +
 			"written yet; A resumes and writes first, so the fenced receiver has not observed epoch 2; then B " +
 			"writes, then A's old write arrives again.",
-		Receiver: leases.Fenced, Params: gapParams, Schedule: expiryBeforeObservation,
+		Receiver: backend.Fenced, Params: gapParams, Schedule: expiryBeforeObservation,
 	},
 	{
 		Name: FenceBeforeActing,
 		Description: "Beyond the seed: the gap's schedule, but B records its epoch at the receiver (observe) right " +
 			"after acquiring and before it reads or writes; A's old write then arrives and is rejected.",
-		Receiver: leases.Fenced, Params: gapParams, Schedule: fenceBeforeActing,
+		Receiver: backend.Fenced, Params: gapParams, Schedule: fenceBeforeActing,
 	},
 	{
 		Name: GuardedReceiverGap,
 		Description: "Beyond the seed: the gap's schedule against a guarded receiver, which accepts a write only if " +
 			"the writer's lease is the authority's live lease at the write's tick, checked in the write's own " +
 			"transaction; A's write after B's grant is rejected before B has written.",
-		Receiver: Guarded, Params: gapParams, Schedule: expiryBeforeObservation,
+		Receiver: backend.Guarded, Params: gapParams, Schedule: expiryBeforeObservation,
 	},
 	{
 		Name: SessionStopsPausedHolder,
@@ -109,14 +105,14 @@ var defs = []Def{
 			"(SIGSTOP) right after the grant; B is refused one tick before A's expiry, acquires at the expiry tick and " +
 			"writes; A's process continues (SIGCONT) and finds its clock at tick 3, past its session's deadline " +
 			"(tick 2), so it never sends its write.",
-		Receiver: leases.Fenced, Params: sessionParams, Schedule: sessionStopsPausedHolder,
+		Receiver: backend.Fenced, Params: sessionParams, Schedule: sessionStopsPausedHolder,
 	},
 	{
 		Name: LeaderFailover,
 		Description: "Beyond the seed, on a replicated backend: A acquires at tick 0; the cluster's leader member " +
 			"stops; B acquires at the expiry tick from the remaining members and writes; A's old write is rejected; " +
 			"the stopped member restarts, and each member, read alone, holds the same lease epoch and record.",
-		Receiver: leases.Fenced, Params: gapParams, Schedule: leaderFailover, Backends: []string{"etcd"},
+		Receiver: backend.Fenced, Params: gapParams, Schedule: leaderFailover, Backends: []string{"etcd"},
 	},
 }
 

@@ -14,18 +14,18 @@ import (
 // schedule reads as a script; the first failure is kept and every later
 // step is skipped, so a script needs no error handling of its own.
 type script struct {
-	ctx      context.Context
-	def      Def
-	kind     string // the backend's name, for the workers
-	place    backend.Place
-	opts     Options
-	observer func(context.Context, string) (leases.Record, bool, error)
-	workers  []*worker.Worker
-	leaseOf  map[string]leases.Lease // latest lease granted to each worker
-	clock    int64
-	highest  int64 // highest epoch granted so far
-	steps    []Step
-	err      error
+	ctx         context.Context
+	def         Def
+	backendName string // the backend's name, for the workers
+	sandbox     backend.Sandbox
+	opts        Options
+	observer    func(context.Context, string) (leases.Record, bool, error)
+	workers     []*worker.Worker
+	leaseOf     map[string]leases.Lease // latest lease granted to each worker
+	clock       int64
+	highest     int64 // highest epoch granted so far
+	steps       []Step
+	err         error
 }
 
 // actor is a worker as a schedule names it: a name, and the process once
@@ -42,7 +42,7 @@ func (r *script) start(name string) *actor {
 		return a
 	}
 	w, err := worker.Start(r.ctx, name, worker.Options{
-		Backend: r.kind, Spec: r.place.Spec(),
+		Backend: r.backendName, Address: r.sandbox.Address(),
 		Started: func(pid int) {
 			if r.opts.WorkerStarted != nil {
 				r.opts.WorkerStarted(r.def.Name, name, pid)
@@ -115,10 +115,11 @@ func (r *script) write(a *actor, value string) {
 	lease := r.leaseOf[a.name]
 	r.atReceiver(Step{Actor: a.name, Operation: OpWrite, Tick: r.clock, Epoch: lease.Epoch, Value: value},
 		func() (leases.WriteResult, error) {
-			if r.def.Receiver == Guarded {
+			mode, ok := r.def.Receiver.Mode()
+			if !ok {
 				return a.w.GuardedWrite(r.ctx, lease, r.clock, value)
 			}
-			return a.w.Write(r.ctx, r.def.Receiver, r.def.Params.Resource, lease.Epoch, value)
+			return a.w.Write(r.ctx, mode, r.def.Params.Resource, lease.Epoch, value)
 		})
 }
 
@@ -289,10 +290,10 @@ func (r *script) lastHolder() string {
 	return ""
 }
 
-// cluster is the scenario's place as a cluster; where it is not one, the
+// cluster is the scenario's sandbox as a cluster; where it is not one, the
 // script fails.
 func (r *script) cluster() (backend.Cluster, bool) {
-	c, ok := r.place.(backend.Cluster)
+	c, ok := r.sandbox.(backend.Cluster)
 	if !ok {
 		r.err = fmt.Errorf("scenario %s needs a replicated backend", r.def.Name)
 	}

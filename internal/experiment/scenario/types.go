@@ -1,16 +1,19 @@
 package scenario
 
-import "leases"
+import (
+	"leases"
+	"leases/internal/experiment/backend"
+)
 
 // Scenario is one schedule run with real processes on a fresh database.
 type Scenario struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	Receiver    leases.Mode    `json:"receiver"`
-	Parameters  Parameters     `json:"parameters"`
-	Steps       []Step         `json:"steps"`
-	Final       *leases.Record `json:"final_receiver_state"`
-	Verdicts    Verdicts       `json:"verdicts"`
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	Receiver    backend.Receiver `json:"receiver"`
+	Parameters  Parameters       `json:"parameters"`
+	Steps       []Step           `json:"steps"`
+	Final       *leases.Record   `json:"final_receiver_state"`
+	Verdicts    Verdicts         `json:"verdicts"`
 }
 
 // Parameters are the scenario's fixed inputs.

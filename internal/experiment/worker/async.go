@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"leases"
+	"leases/internal/experiment/backend"
 )
 
 // Call is a request sent to a worker whose reply has not been read yet.
@@ -47,7 +48,7 @@ func (w *Worker) SendRelease(held leases.Lease, tick int64) (*Call, error) {
 
 // SendWrite sends a write of value with epoch to a receiver in mode.
 func (w *Worker) SendWrite(mode leases.Mode, resource string, epoch int64, value string) (*Call, error) {
-	return w.send(request{Op: opWrite, Resource: resource, Epoch: epoch, Value: value, Receiver: mode})
+	return w.send(request{Op: opWrite, Resource: resource, Epoch: epoch, Value: value, Receiver: backend.Receiver(mode)})
 }
 
 // SendObserve sends an observe of epoch to the fenced receiver.
@@ -57,7 +58,7 @@ func (w *Worker) SendObserve(resource string, epoch int64) (*Call, error) {
 
 // SendRead sends a read of the fenced receiver's record of resource.
 func (w *Worker) SendRead(resource string) (*Call, error) {
-	return w.send(request{Op: opRead, Resource: resource, Receiver: leases.Fenced})
+	return w.send(request{Op: opRead, Resource: resource, Receiver: backend.Fenced})
 }
 
 // send writes one request line and returns without waiting. A stopped

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"leases"
+	"leases/internal/experiment/backend"
 )
 
 // PID is the worker's process id.
@@ -30,7 +31,7 @@ func (w *Worker) Acquire(ctx context.Context, resource string, tick, ttl int64) 
 
 // Write asks the worker to write value with epoch to a receiver in mode.
 func (w *Worker) Write(ctx context.Context, mode leases.Mode, resource string, epoch int64, value string) (leases.WriteResult, error) {
-	got, err := w.call(ctx, request{Op: opWrite, Resource: resource, Epoch: epoch, Value: value, Receiver: mode})
+	got, err := w.call(ctx, request{Op: opWrite, Resource: resource, Epoch: epoch, Value: value, Receiver: backend.Receiver(mode)})
 	return w.writeResult(got, err, "write")
 }
 
@@ -58,10 +59,9 @@ func (w *Worker) writeResult(got reply, err error, what string) (leases.WriteRes
 	return *got.Write, nil
 }
 
-// Read asks the worker to read the record of resource at the receiver in
-// mode, or at the guarded receiver when mode is backend.GuardedReceiver.
-func (w *Worker) Read(ctx context.Context, mode leases.Mode, resource string) (leases.Record, bool, error) {
-	got, err := w.call(ctx, request{Op: opRead, Resource: resource, Receiver: mode})
+// Read asks the worker to read the record of resource at receiver.
+func (w *Worker) Read(ctx context.Context, receiver backend.Receiver, resource string) (leases.Record, bool, error) {
+	got, err := w.call(ctx, request{Op: opRead, Resource: resource, Receiver: receiver})
 	if err != nil {
 		return leases.Record{}, false, err
 	}
@@ -115,8 +115,8 @@ func (w *Worker) Clock(ctx context.Context, tick int64) (ended string, err error
 // holds the lease, to write value with the session's epoch to a receiver
 // in mode. When the session has ended, nothing is written and ended says
 // why.
-func (w *Worker) SessionWrite(ctx context.Context, mode leases.Mode, resource, value string) (result leases.WriteResult, ended string, err error) {
-	got, err := w.call(ctx, request{Op: opSessionWrite, Resource: resource, Value: value, Receiver: mode})
+func (w *Worker) SessionWrite(ctx context.Context, receiver backend.Receiver, resource, value string) (result leases.WriteResult, ended string, err error) {
+	got, err := w.call(ctx, request{Op: opSessionWrite, Resource: resource, Value: value, Receiver: receiver})
 	if err != nil || got.Ended != "" {
 		return leases.WriteResult{}, got.Ended, err
 	}

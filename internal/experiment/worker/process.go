@@ -34,9 +34,9 @@ type replyLine struct {
 
 // Options say where a worker works and what the controller learns.
 type Options struct {
-	// Backend is the name of the backend (backend.Kind) the worker opens
-	// its store with; Spec is the place's spec.
-	Backend, Spec string
+	// Backend is the name of the backend (backend.Driver) the worker opens
+	// its store with; Address is where the sandbox is (backend.Sandbox.Address).
+	Backend, Address string
 	// Started, when set, learns the pid as soon as the process exists,
 	// before the worker has said anything.
 	Started func(pid int)
@@ -78,7 +78,7 @@ func start(ctx context.Context, name string, opts Options) (*Worker, error) {
 	}
 	w := &Worker{name: name, stdin: stdin, replies: make(chan replyLine, 1), exited: make(chan struct{})}
 	w.cmd = exec.Command(exe)
-	w.cmd.Env = append(append(os.Environ(), opts.Env...), backendEnv+"="+opts.Backend, specEnv+"="+opts.Spec)
+	w.cmd.Env = append(append(os.Environ(), opts.Env...), backendEnv+"="+opts.Backend, addressEnv+"="+opts.Address)
 	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = childIn, childOut, &w.stderr
 	// A worker exits when its input ends; one stopped with SIGSTOP cannot
 	// see that, and the system must end it when its controller dies.

@@ -6,15 +6,16 @@ import (
 	"slices"
 
 	"leases"
+	"leases/internal/experiment/backend"
 	"leases/sqlite"
 )
 
 // The environment of a worker process: the backend it opens a store on,
-// and the place's spec. Their presence selects the worker role when the
+// and the sandbox's address. Their presence selects the worker role when the
 // program re-executes itself.
 const (
 	backendEnv = "LEASES_WORKER_BACKEND"
-	specEnv    = "LEASES_WORKER_SPEC"
+	addressEnv = "LEASES_WORKER_SPEC"
 )
 
 // Operations a controller can ask of a worker, one JSON line each.
@@ -34,16 +35,16 @@ const (
 
 // request is one command from the controller to a worker.
 type request struct {
-	Op       string        `json:"op"`
-	Resource string        `json:"resource,omitempty"`
-	Holder   string        `json:"holder,omitempty"`
-	Tick     int64         `json:"tick,omitempty"`
-	TTL      int64         `json:"ttl,omitempty"`
-	Margin   int64         `json:"margin,omitempty"` // session
-	Epoch    int64         `json:"epoch,omitempty"`
-	Value    string        `json:"value,omitempty"`
-	Receiver leases.Mode   `json:"receiver,omitempty"`
-	Lease    *leases.Lease `json:"lease,omitempty"` // renew, release, guarded write
+	Op       string           `json:"op"`
+	Resource string           `json:"resource,omitempty"`
+	Holder   string           `json:"holder,omitempty"`
+	Tick     int64            `json:"tick,omitempty"`
+	TTL      int64            `json:"ttl,omitempty"`
+	Margin   int64            `json:"margin,omitempty"` // session
+	Epoch    int64            `json:"epoch,omitempty"`
+	Value    string           `json:"value,omitempty"`
+	Receiver backend.Receiver `json:"receiver,omitempty"`
+	Lease    *leases.Lease    `json:"lease,omitempty"` // renew, release, guarded write
 }
 
 // reply is a worker's answer: its pid once at start, then one reply per

@@ -21,37 +21,37 @@ import (
 // first thing in main and in TestMain, with every backend the controller
 // may name: the command and the test binaries re-execute themselves to
 // play the worker role.
-func RunIfRequested(kinds ...backend.Kind) {
+func RunIfRequested(drivers ...backend.Driver) {
 	runEchoIfRequested()
 	name, ok := os.LookupEnv(backendEnv)
 	if !ok {
 		return
 	}
-	os.Exit(run(context.Background(), kinds, name, os.Getenv(specEnv), os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(context.Background(), drivers, name, os.Getenv(addressEnv), os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run serves as a worker and returns its exit status. A worker that exits
 // early says why as its last line on stderr, which the controller quotes
 // when it reports the worker's end.
-func run(ctx context.Context, kinds []backend.Kind, name, spec string, in io.Reader, out, stderr io.Writer) int {
-	if err := serve(ctx, kinds, name, spec, in, out); err != nil {
+func run(ctx context.Context, drivers []backend.Driver, name, address string, in io.Reader, out, stderr io.Writer) int {
+	if err := serve(ctx, drivers, name, address, in, out); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	return 0
 }
 
-// serve opens its own store on the place, announces its pid, then
+// serve opens its own store on the sandbox, announces its pid, then
 // performs one request per input line. It returns when told to exit or
 // when its input ends: a controller that is gone leaves no worker behind.
 // Its error says why the worker exits early; the worker prints it as its
 // last line on stderr.
-func serve(ctx context.Context, kinds []backend.Kind, name, spec string, in io.Reader, out io.Writer) (err error) {
+func serve(ctx context.Context, drivers []backend.Driver, name, address string, in io.Reader, out io.Writer) (err error) {
 	enc := json.NewEncoder(out)
-	kind, err := backend.Find(kinds, name)
+	driver, err := backend.Find(drivers, name)
 	if err == nil {
 		var store backend.Store
-		if store, err = kind.Open(ctx, spec); err == nil {
+		if store, err = driver.Open(ctx, address); err == nil {
 			w := &worker{store: store}
 			defer func() {
 				w.endSession()
@@ -110,7 +110,11 @@ func (w *worker) perform(ctx context.Context, req request) reply {
 		lease, err := auth.Acquire(ctx, req.Resource, req.Holder, req.Tick, req.TTL)
 		return leaseReply(&lease, err)
 	case opWrite:
-		return writeReply(w.store.Receiver(req.Receiver).Write(ctx, req.Resource, req.Epoch, req.Value))
+		mode, ok := req.Receiver.Mode()
+		if !ok {
+			return reply{Error: req.Op + " needs the fenced or the unfenced receiver"}
+		}
+		return writeReply(w.store.Receiver(mode).Write(ctx, req.Resource, req.Epoch, req.Value))
 	case opGuardedWrite:
 		if req.Lease == nil {
 			return reply{Error: req.Op + " needs a lease"}
@@ -195,7 +199,11 @@ func (w *worker) sessionWrite(ctx context.Context, req request) reply {
 	if err := w.session.Check(); err != nil {
 		return reply{Ended: err.Error()}
 	}
-	return writeReply(w.store.Receiver(req.Receiver).Write(ctx, req.Resource, w.session.Epoch(), req.Value))
+	mode, ok := req.Receiver.Mode()
+	if !ok {
+		return reply{Error: req.Op + " needs the fenced or the unfenced receiver"}
+	}
+	return writeReply(w.store.Receiver(mode).Write(ctx, req.Resource, w.session.Epoch(), req.Value))
 }
 
 func (w *worker) endSession() {

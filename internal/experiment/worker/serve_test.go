@@ -28,8 +28,8 @@ func (f *fullAfter) Write(p []byte) (int, error) {
 func TestWorkerSaysWhyItExits(t *testing.T) {
 	var stderr strings.Builder
 	in := strings.NewReader(`{"op":"read","resource":"r","receiver":"fenced"}` + "\n")
-	kinds := []backend.Kind{backend.SQLite{}}
-	code := run(context.Background(), kinds, "sqlite", filepath.Join(t.TempDir(), "w.db"), in, &fullAfter{n: 1}, &stderr)
+	drivers := []backend.Driver{backend.SQLite{}}
+	code := run(context.Background(), drivers, "sqlite", filepath.Join(t.TempDir(), "w.db"), in, &fullAfter{n: 1}, &stderr)
 	if code != 1 || stderr.String() != "writing a reply: no space left on device\n" {
 		t.Fatalf("exit %d, stderr %q; want 1 and the reason", code, stderr.String())
 	}
@@ -43,7 +43,7 @@ func TestWorkerSaysWhyItExits(t *testing.T) {
 	if got := silent.saying(); got != "" {
 		t.Fatalf("a silent worker quoted as %q", got)
 	}
-	if !errors.Is(serve(context.Background(), kinds, "sqlite", filepath.Join(t.TempDir(), "w.db"), strings.NewReader("{}\n"), &fullAfter{n: 0}), syscall.ENOSPC) {
+	if !errors.Is(serve(context.Background(), drivers, "sqlite", filepath.Join(t.TempDir(), "w.db"), strings.NewReader("{}\n"), &fullAfter{n: 0}), syscall.ENOSPC) {
 		t.Fatal("a failed announcement is not reported with its cause")
 	}
 }
