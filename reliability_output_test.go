@@ -11,6 +11,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -116,28 +117,31 @@ func TestCommandOutputOntoSpecialFiles(t *testing.T) {
 		}
 	})
 
-	t.Run("--diagrams never replaces a FIFO or a link", func(t *testing.T) {
-		first := t.TempDir()
-		if code, _, stderr := runCommand(t, append(smallBounds, "--output", "-", "--diagrams", first)...); code != 0 {
-			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-		}
-		names, err := filepath.Glob(filepath.Join(first, "*"))
-		if err != nil || len(names) < 2 {
-			t.Fatalf("%d diagrams written (%v)", len(names), err)
-		}
+	t.Run("--docs redraws a stale block, and never replaces a FIFO or a link", func(t *testing.T) {
 		dir := t.TempDir()
-		fifo, link := filepath.Join(dir, filepath.Base(names[0])), filepath.Join(dir, filepath.Base(names[1]))
-		if err := errors.Join(syscall.Mkfifo(fifo, 0o600), os.Symlink(names[1], link)); err != nil {
+		stale := "# A document\n\n<!-- generated: table agreement -->\nstale\n<!-- end -->\n"
+		if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(stale), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		code, _, stderr := runCommand(t, append(smallBounds, "--output", "-", "--diagrams", dir)...)
+		if code, _, stderr := runCommand(t, append(smallBounds, "--output", "-", "--docs", dir)...); code != 0 || !strings.Contains(stderr, "redrew README.md") {
+			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+		}
+		if got, err := os.ReadFile(filepath.Join(dir, "README.md")); err != nil || strings.Contains(string(got), "stale") || !strings.Contains(string(got), "| scenario | backends |") {
+			t.Fatalf("README.md after --docs:\n%s (%v)", got, err)
+		}
+		docs := filepath.Join(dir, "docs")
+		fifo, link := filepath.Join(docs, "fifo.md"), filepath.Join(docs, "link.md")
+		if err := errors.Join(os.Mkdir(docs, 0o755), syscall.Mkfifo(fifo, 0o600), os.Symlink("../README.md", link)); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runCommand(t, append(smallBounds, "--output", "-", "--docs", dir)...)
 		if code == 0 {
-			t.Fatalf("exit 0 writing diagrams over a FIFO and a link; stderr:\n%s", stderr)
+			t.Fatalf("exit 0 drawing documents that are a FIFO and a link; stderr:\n%s", stderr)
 		}
 		if info, err := os.Lstat(fifo); err != nil || info.Mode().Type() != os.ModeNamedPipe {
 			t.Errorf("the FIFO became %v (%v)", info.Mode().Type(), err)
 		}
-		if to, err := os.Readlink(link); err != nil || to != names[1] {
+		if to, err := os.Readlink(link); err != nil || to != "../README.md" {
 			t.Errorf("the link leads to %q (%v)", to, err)
 		}
 	})

@@ -34,7 +34,7 @@ const (
 
 const usage = `usage: run-experiment [--output FILE] [--check FILE] [--timeout DURATION]
                       [--workers N] [--ttl TICKS] [--last-tick TICK] [--timings]
-                      [--diagrams DIR]
+                      [--docs DIR]
 
 Reruns every scenario with real worker processes on fresh temporary
 databases and writes the semantic result as JSON to --output (standard
@@ -43,7 +43,9 @@ file replaced atomically). With --check, compares it with FILE byte for byte.
 --workers, --ttl and --last-tick bound the exploration of every schedule;
 results.json was made with the defaults. --timings prints, on standard
 error, how long each part took next to what it costs at the least here.
---diagrams writes the run's sequence diagrams (Mermaid), one file each.
+--docs draws the generated blocks of the documents under DIR (README.md
+and docs/*.md: the run's pictures and tables, and code from the sources)
+from this run, and rewrites the documents whose blocks changed.
 
 Exit status: 0 match, 1 mismatch, 2 usage error or bad file,
 3 the experiment failed.
@@ -107,9 +109,9 @@ func Main(ctx context.Context, drivers []backend.Driver, args []string, stdout, 
 	if err := writeOutput(set.output, stdout, got); err != nil {
 		return failed("write results", err)
 	}
-	if set.diagrams != "" {
-		if err := writeDiagrams(set.diagrams, doc); err != nil {
-			return failed("write diagrams", err)
+	if set.docs != "" {
+		if err := drawDocuments(stderr, set.docs, doc); err != nil {
+			return failed("draw the documents", err)
 		}
 	}
 	printSummaries(stderr, doc)
@@ -124,9 +126,9 @@ func Main(ctx context.Context, drivers []backend.Driver, args []string, stdout, 
 
 // settings are what the command line asks for.
 type settings struct {
-	output, check, diagrams string
-	timeout                 time.Duration
-	timings                 bool
+	output, check, docs string
+	timeout             time.Duration
+	timings             bool
 	// bounds are the explored model's on every backend; zero: each
 	// backend's own default (BoundsFor).
 	bounds explore.Bounds
@@ -141,7 +143,7 @@ func parseArgs(args []string, stdout io.Writer) (set settings, helped bool, err 
 	flags.StringVar(&set.check, "check", "", "compare the rerun with `FILE`; exit 1 if they differ")
 	flags.DurationVar(&set.timeout, "timeout", DefaultTimeout, "fail a run that hangs longer than `DURATION`")
 	flags.BoolVar(&set.timings, "timings", false, "print the run's time, part by part, next to its floors, on standard error")
-	flags.StringVar(&set.diagrams, "diagrams", "", "write the run's sequence diagrams (Mermaid) to `DIR`, one file each")
+	flags.StringVar(&set.docs, "docs", "", "draw the generated blocks of the documents under `DIR` (README.md, docs/*.md) from this run")
 	flags.IntVar(&set.bounds.Workers, "workers", explore.DefaultBounds.Workers, "explore with `N` workers (1 to 4)")
 	flags.Int64Var(&set.bounds.TTL, "ttl", explore.DefaultBounds.TTL, "explore with leases of `TICKS` ticks")
 	flags.Int64Var(&set.bounds.LastTick, "last-tick", explore.DefaultBounds.LastTick, "explore with the clock running from 0 to `TICK`")
@@ -189,9 +191,9 @@ func (set settings) files() (expected []byte, tree *results.Value, err error) {
 			return nil, nil, fmt.Errorf("--check file %s is not a results document: %w", set.check, err)
 		}
 	}
-	if set.diagrams != "" {
-		if info, err := os.Stat(set.diagrams); err != nil || !info.IsDir() {
-			return nil, nil, fmt.Errorf("--diagrams %s is not a directory", set.diagrams)
+	if set.docs != "" {
+		if _, err := os.Stat(filepath.Join(set.docs, "README.md")); err != nil {
+			return nil, nil, fmt.Errorf("--docs %s has no README.md: %w", set.docs, err)
 		}
 	}
 	if set.output != "" && set.output != stdoutName {
@@ -271,17 +273,25 @@ func scenarioSummary(s scenario.Scenario) string {
 	return fmt.Sprintf("%-40s %s; final %s", s.Name, strings.Join(s.Verdicts.Claims(), ", "), final)
 }
 
-// writeDiagrams writes the run's pictures to dir, one Mermaid file each:
-// every scenario on every backend, and each explored counterexample.
-func writeDiagrams(dir string, doc *results.Results) error {
-	blocks, err := report.Blocks(doc)
+// drawDocuments draws the generated blocks of the documents under dir
+// from doc and rewrites, atomically, each document whose blocks changed,
+// naming it on stderr.
+func drawDocuments(stderr io.Writer, dir string, doc *results.Results) error {
+	documents, unused, err := report.Documents(dir, doc)
 	if err != nil {
 		return err
 	}
-	for name, text := range report.Diagrams(blocks) {
-		if err := writeFileAtomically(filepath.Join(dir, name), []byte(text)); err != nil {
+	for _, d := range documents {
+		if d.Drawn == d.Text {
+			continue
+		}
+		if err := writeFileAtomically(filepath.Join(dir, filepath.FromSlash(d.Path)), []byte(d.Drawn)); err != nil {
 			return err
 		}
+		fmt.Fprintf(stderr, "redrew %s\n", d.Path)
+	}
+	if len(unused) > 0 {
+		fmt.Fprintf(stderr, "no document shows %q\n", unused)
 	}
 	return nil
 }

@@ -2,7 +2,13 @@ package report
 
 import (
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+
+	"leases/internal/experiment/results"
 )
 
 // The markers around a generated block in a Markdown document.
@@ -51,4 +57,76 @@ func Rewrite(text string, blocks map[string]string) (string, []string, error) {
 		i = end
 	}
 	return out.String(), names, nil
+}
+
+// Document is one Markdown document of the repository: its text as it is,
+// and as the run draws it.
+type Document struct {
+	// Path is relative to the repository's root.
+	Path string
+	// Text is the document as it is; Drawn is the same with every
+	// generated block drawn again.
+	Text, Drawn string
+}
+
+// Documents reads the repository's documents under root (README.md and
+// docs/*.md) and draws every generated block of each again: the
+// pictures and tables from doc, the code from the Go sources under root.
+// unused names the blocks doc makes that no document shows. A document
+// with Go outside a code block, or a block no run or source makes, is an
+// error: a document must not show what no test compiles, or a picture no
+// run made.
+func Documents(root string, doc *results.Results) (documents []Document, unused []string, err error) {
+	paths, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		return nil, nil, err
+	}
+	paths = append([]string{filepath.Join(root, "README.md")}, paths...)
+	var texts []string
+	for _, path := range paths {
+		// A FIFO would block the read, and a link would be replaced by
+		// a file when the document is written: documents are files.
+		if info, err := os.Lstat(path); err != nil || !info.Mode().IsRegular() {
+			return nil, nil, fmt.Errorf("%s is not a regular file (%v)", path, err)
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if loose := LooseGo(string(text)); len(loose) > 0 {
+			return nil, nil, fmt.Errorf("%s: Go at lines %v is not a generated code block: no test compiles it", rel, loose)
+		}
+		texts = append(texts, string(text))
+		documents = append(documents, Document{Path: filepath.ToSlash(rel), Text: string(text)})
+	}
+	blocks, err := Blocks(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	code, err := CodeBlocks(root, texts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	maps.Copy(blocks, code)
+	used := map[string]bool{}
+	for i := range documents {
+		drawn, names, err := Rewrite(documents[i].Text, blocks)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", documents[i].Path, err)
+		}
+		documents[i].Drawn = drawn
+		for _, name := range names {
+			used[name] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(blocks)) {
+		if !used[name] {
+			unused = append(unused, name)
+		}
+	}
+	return documents, unused, nil
 }

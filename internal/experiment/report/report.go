@@ -1,17 +1,15 @@
 // Package report turns a run's document into what the README and docs/
 // show of it: a Mermaid sequence diagram for every scenario on every
 // backend and for each explored counterexample, and the tables of
-// verdicts, agreement and explored figures. Each is a named block; the
-// command writes the diagrams after a run, and a test holds every block
-// in the documents to what this package makes of results.json, so that a
-// picture or a figure cannot drift from the run.
+// verdicts, agreement and explored figures. Each is a named block of a
+// document (Documents draws them, and the code blocks from the sources);
+// the command draws them after a run (--docs), and a test holds every
+// block of the documents to what this package makes of results.json, so
+// that a picture or a figure cannot drift from the run.
 package report
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	"leases/internal/experiment/diagram"
 	"leases/internal/experiment/results"
@@ -49,16 +47,4 @@ func DiagramName(backend, scenario string) string { return "diagram " + backend 
 // CounterexampleName names the diagram of an explored counterexample.
 func CounterexampleName(protocol, property string) string {
 	return "diagram explored " + protocol + "/" + property
-}
-
-// Diagrams are the blocks that are diagrams, by file name: what the
-// command writes to its --diagrams directory.
-func Diagrams(blocks map[string]string) map[string]string {
-	files := map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(blocks)) {
-		if rest, ok := strings.CutPrefix(name, "diagram "); ok {
-			files[strings.NewReplacer("/", "--", " ", "-").Replace(rest)+".mmd"] = blocks[name]
-		}
-	}
-	return files
 }
