@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"leases"
+	"leases/internal/outcome"
 	"leases/internal/rules"
 )
 
@@ -67,7 +68,7 @@ func (a *authority) Holder(ctx context.Context, resource string, now int64) (lea
 	}
 	views, err := a.store.read(ctx, a.store.key(authorityKind, resource))
 	if err != nil {
-		return leases.Lease{}, false, fmt.Errorf("holder of %q at tick %d: %w", resource, now, rules.BeforeCommit(ctx, err))
+		return leases.Lease{}, false, fmt.Errorf("holder of %q at tick %d: %w", resource, now, outcome.BeforeCommit(ctx, err))
 	}
 	row, found, err := decodeRow(views[0])
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases"
+	"leases/internal/outcome"
 	"leases/internal/rules"
 )
 
@@ -113,7 +114,7 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		return err
 	})
 	if err != nil {
-		return leases.Lease{}, rules.BeforeCommit(ctx, fmt.Errorf("grant an etcd lease: %w", err))
+		return leases.Lease{}, outcome.BeforeCommit(ctx, fmt.Errorf("grant an etcd lease: %w", err))
 	}
 	granted := false
 	defer func() {
@@ -127,7 +128,7 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 	for {
 		last, err := decodeEpoch(epochs)
 		if err != nil {
-			return leases.Lease{}, rules.BeforeCommit(ctx, err)
+			return leases.Lease{}, outcome.BeforeCommit(ctx, err)
 		}
 		record, err := json.Marshal(holdRecord{Holder: holder, Epoch: last + 1, Lease: int64(grant.ID)})
 		if err != nil {
@@ -160,7 +161,7 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		}
 		views, err := viewsOf([]string{heldKey, epochKey}, resp.Responses)
 		if err != nil {
-			return leases.Lease{}, rules.BeforeCommit(ctx, err)
+			return leases.Lease{}, outcome.BeforeCommit(ctx, err)
 		}
 		s.cache.remember(views[1])
 		epochs = views[1]
@@ -178,7 +179,7 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 func (l *lessor) held(ctx context.Context, resource string, v view) error {
 	var record holdRecord
 	if err := json.Unmarshal(v.value, &record); err != nil {
-		return rules.BeforeCommit(ctx, fmt.Errorf("decode %s: %w", v.key, err))
+		return outcome.BeforeCommit(ctx, fmt.Errorf("decode %s: %w", v.key, err))
 	}
 	var remaining *clientv3.LeaseTimeToLiveResponse
 	err := l.ask(ctx, func() (err error) {
@@ -186,7 +187,7 @@ func (l *lessor) held(ctx context.Context, resource string, v view) error {
 		return err
 	})
 	if err != nil {
-		return rules.BeforeCommit(ctx, fmt.Errorf("time to live of the holder's etcd lease: %w", err))
+		return outcome.BeforeCommit(ctx, fmt.Errorf("time to live of the holder's etcd lease: %w", err))
 	}
 	if remaining.TTL < 0 { // ended between the two reads
 		return errRanOut
@@ -273,7 +274,7 @@ func (l *lessor) Holder(ctx context.Context, resource string) (leases.Lease, boo
 	}
 	views, err := l.store.read(ctx, l.store.key(heldKind, resource))
 	if err != nil {
-		return leases.Lease{}, false, fmt.Errorf("holder of %q: %w", resource, rules.BeforeCommit(ctx, err))
+		return leases.Lease{}, false, fmt.Errorf("holder of %q: %w", resource, outcome.BeforeCommit(ctx, err))
 	}
 	if !views[0].found() {
 		return leases.Lease{}, false, nil
@@ -307,14 +308,14 @@ func (l *lessor) leaseOf(ctx context.Context, held leases.Lease) (clientv3.Lease
 	}
 	views, err := l.store.read(ctx, l.store.key(heldKind, held.Resource))
 	if err != nil {
-		return 0, rules.BeforeCommit(ctx, err)
+		return 0, outcome.BeforeCommit(ctx, err)
 	}
 	if !views[0].found() {
 		return 0, fmt.Errorf("%w: epoch %d of %q ran out or was released", leases.ErrLeaseExpired, held.Epoch, held.Resource)
 	}
 	var record holdRecord
 	if err := json.Unmarshal(views[0].value, &record); err != nil {
-		return 0, rules.BeforeCommit(ctx, fmt.Errorf("decode %s: %w", views[0].key, err))
+		return 0, outcome.BeforeCommit(ctx, fmt.Errorf("decode %s: %w", views[0].key, err))
 	}
 	if record.Holder != held.Holder || record.Epoch != held.Epoch {
 		return 0, fmt.Errorf("%w: %q is held by %q at epoch %d, not by %q at epoch %d",

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases"
+	"leases/internal/outcome"
 	"leases/internal/rules"
 )
 
@@ -46,7 +47,7 @@ func (l *lessor) Live(ctx context.Context, resources ...string) ([]leases.Lease,
 			return err
 		})
 		if err != nil {
-			return nil, 0, fmt.Errorf("live leases: %w", rules.BeforeCommit(ctx, boundEnded(ctx, err)))
+			return nil, 0, fmt.Errorf("live leases: %w", outcome.BeforeCommit(ctx, boundEnded(ctx, err)))
 		}
 		for _, kv := range resp.Kvs {
 			views = append(views, view{key: string(kv.Key), value: kv.Value, rev: kv.ModRevision})
@@ -59,7 +60,7 @@ func (l *lessor) Live(ctx context.Context, resources ...string) ([]leases.Lease,
 		}
 		read, err := l.store.readWithin(ctx, keys...)
 		if err != nil {
-			return nil, 0, fmt.Errorf("live leases: %w", rules.BeforeCommit(ctx, err))
+			return nil, 0, fmt.Errorf("live leases: %w", outcome.BeforeCommit(ctx, err))
 		}
 		views = append(views, read...)
 	}
@@ -82,7 +83,7 @@ func (l *lessor) Live(ctx context.Context, resources ...string) ([]leases.Lease,
 			return err
 		})
 		if err != nil {
-			return nil, 0, fmt.Errorf("live leases: time to live of %s's etcd lease: %w", v.key, rules.BeforeCommit(ctx, boundEnded(ctx, err)))
+			return nil, 0, fmt.Errorf("live leases: time to live of %s's etcd lease: %w", v.key, outcome.BeforeCommit(ctx, boundEnded(ctx, err)))
 		}
 		if ttl.TTL < 0 { // ended since the read
 			continue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"leases"
+	"leases/internal/outcome"
 	"leases/internal/rules"
 )
 
@@ -103,5 +104,5 @@ func (s *Store) readRecord(ctx context.Context, key, resource string) (leases.Re
 			return record, found, nil
 		}
 	}
-	return leases.Record{}, false, fmt.Errorf("read %q: %w", resource, rules.BeforeCommit(ctx, err))
+	return leases.Record{}, false, fmt.Errorf("read %q: %w", resource, outcome.BeforeCommit(ctx, err))
 }

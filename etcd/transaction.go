@@ -11,7 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases"
-	"leases/internal/rules"
+	"leases/internal/outcome"
 )
 
 // view is one key as a decision saw it, at a revision of the cluster.
@@ -78,25 +78,25 @@ func (s *Store) decideWithin(ctx context.Context, keys []string, decideFn decide
 	for {
 		writes, decision := decideFn(views)
 		if decision != nil && !leases.IsRefusal(decision) {
-			return rules.BeforeCommit(ctx, decision)
+			return outcome.BeforeCommit(ctx, decision)
 		}
 		if current && (decision != nil || len(writes) == 0) {
 			return decision // decided on a linearizable read: nothing to write
 		}
 		if ctx.Err() != nil {
-			return rules.BeforeCommit(ctx, errors.New("transaction not sent"))
+			return outcome.BeforeCommit(ctx, errors.New("transaction not sent"))
 		}
 		resp, err := s.transaction(ctx, views, writes)
 		switch {
 		case noLeader(err):
 			if err := refusals.wait(ctx, s.client); err != nil {
-				return rules.BeforeCommit(ctx, err)
+				return outcome.BeforeCommit(ctx, err)
 			}
 			continue
 		case err != nil && len(writes) == 0 && leaderChanged(err) && ctx.Err() == nil:
 			continue // it wrote nothing: ask again, of the new leader
 		case err != nil && len(writes) == 0:
-			return rules.BeforeCommit(ctx, fmt.Errorf("read: %w", err))
+			return outcome.BeforeCommit(ctx, fmt.Errorf("read: %w", err))
 		case err != nil:
 			s.cache.forget(keys)
 			return outcomeUnknown(ctx, err)
@@ -106,7 +106,7 @@ func (s *Store) decideWithin(ctx context.Context, keys []string, decideFn decide
 			return decision
 		}
 		if views, err = viewsOf(keys, resp.Responses); err != nil {
-			return rules.BeforeCommit(ctx, err)
+			return outcome.BeforeCommit(ctx, err)
 		}
 		s.cache.remember(views...)
 		current = true
@@ -154,7 +154,7 @@ func (s *Store) readWithin(ctx context.Context, keys ...string) ([]view, error) 
 		switch {
 		case noLeader(err):
 			if err := refusals.wait(ctx, s.client); err != nil {
-				return nil, fmt.Errorf("read: %w", rules.WithContext(ctx, err))
+				return nil, fmt.Errorf("read: %w", outcome.WithContext(ctx, err))
 			}
 			continue
 		case leaderChanged(err) && ctx.Err() == nil:
@@ -163,7 +163,7 @@ func (s *Store) readWithin(ctx context.Context, keys ...string) ([]view, error) 
 			// only reads.
 			continue
 		case err != nil:
-			return nil, fmt.Errorf("read: %w", rules.WithContext(ctx, err))
+			return nil, fmt.Errorf("read: %w", outcome.WithContext(ctx, err))
 		}
 		views, err := viewsOf(keys, resp.Responses)
 		if err == nil {
@@ -186,13 +186,13 @@ func (s *Store) putWithin(ctx context.Context, key string, value []byte) error {
 	var refusals retries
 	for {
 		if ctx.Err() != nil {
-			return rules.BeforeCommit(ctx, errors.New("transaction not sent"))
+			return outcome.BeforeCommit(ctx, errors.New("transaction not sent"))
 		}
 		_, err := s.client.Put(ctx, key, string(value))
 		switch {
 		case noLeader(err):
 			if err := refusals.wait(ctx, s.client); err != nil {
-				return rules.BeforeCommit(ctx, err)
+				return outcome.BeforeCommit(ctx, err)
 			}
 			continue
 		case err != nil:
@@ -255,7 +255,7 @@ func (r *retries) wait(ctx context.Context, client *clientv3.Client) error {
 // failed after it was sent (a timeout, a lost leader), so whether it took
 // effect is unknown (Jepsen's indeterminate results).
 func outcomeUnknown(ctx context.Context, err error) error {
-	return fmt.Errorf("%w: transaction failed: %w", leases.ErrOutcomeUnknown, rules.WithContext(ctx, err))
+	return outcome.Unknown(ctx, fmt.Errorf("transaction failed: %w", err))
 }
 
 // viewsOf turns the responses of one Get per key into views.

@@ -7,6 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"leases/internal/outcome"
 	"leases/internal/rules"
 )
 
@@ -26,7 +27,7 @@ func (s *Store) watch(ctx context.Context, resource, key string) (<-chan struct{
 	bounded, cancelGet := s.bound(ctx)
 	resp, err := s.client.Get(bounded, key)
 	if err != nil {
-		err = rules.BeforeCommit(ctx, boundEnded(bounded, rules.WithContext(bounded, err)))
+		err = outcome.BeforeCommit(ctx, boundEnded(bounded, outcome.WithContext(bounded, err)))
 	}
 	cancelGet()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"leases"
+	"leases/internal/outcome"
 )
 
 // ErrSuperseded reports that a newer epoch has reached the fence table: a
@@ -133,7 +134,7 @@ func (tn *Tenure) inTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql
 			// send the commit, because ctx ended: nothing committed.
 			return notCommitted(ctx)
 		}
-		return fmt.Errorf("%w: commit failed: %w", leases.ErrOutcomeUnknown, err)
+		return outcome.Unknown(ctx, fmt.Errorf("commit failed: %w", err))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"leases"
+	"leases/internal/outcome"
 	"leases/internal/rules"
 )
 
@@ -78,7 +79,7 @@ func (a *Authority) Holder(ctx context.Context, resource string, now int64) (lea
 	}
 	row, found, _, err := a.store.peek(ctx, resource)
 	if err != nil {
-		return leases.Lease{}, false, fmt.Errorf("holder of %q at tick %d: %w", resource, now, rules.BeforeCommit(ctx, err))
+		return leases.Lease{}, false, fmt.Errorf("holder of %q at tick %d: %w", resource, now, outcome.BeforeCommit(ctx, err))
 	}
 	lease, live := rules.Holder(row, found, resource, now)
 	return lease, live, nil
@@ -183,7 +184,7 @@ func (s *Store) changed(ctx context.Context, resource string) (<-chan struct{}, 
 	}
 	first, found, _, err := s.peek(ctx, resource)
 	if err != nil {
-		return nil, fmt.Errorf("watch %q: %w", resource, rules.BeforeCommit(ctx, err))
+		return nil, fmt.Errorf("watch %q: %w", resource, outcome.BeforeCommit(ctx, err))
 	}
 	changed := make(chan struct{})
 	go func() {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"leases"
+	"leases/internal/outcome"
 	"leases/internal/rules"
 )
 
@@ -110,7 +111,7 @@ func (l *ServerClock) Holder(ctx context.Context, resource string) (leases.Lease
 	}
 	row, found, clock, err := l.store.peek(ctx, resource)
 	if err != nil {
-		return leases.Lease{}, false, fmt.Errorf("holder of %q: %w", resource, rules.BeforeCommit(ctx, err))
+		return leases.Lease{}, false, fmt.Errorf("holder of %q: %w", resource, outcome.BeforeCommit(ctx, err))
 	}
 	lease, live := rules.Holder(row, found, resource, rules.NotBefore(row, found, clock))
 	return lease, live, nil

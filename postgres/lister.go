@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"leases"
+	"leases/internal/outcome"
 	"leases/internal/rules"
 )
 
@@ -43,7 +44,7 @@ func (l *ServerClock) Live(ctx context.Context, resources ...string) ([]leases.L
 	query := strings.ReplaceAll(listTemplate, "{authority}", l.store.names.authority)
 	rows, err := l.store.db.QueryContext(ctx, query, names)
 	if err != nil {
-		return nil, 0, fmt.Errorf("live leases: %w", rules.BeforeCommit(ctx, err))
+		return nil, 0, fmt.Errorf("live leases: %w", outcome.BeforeCommit(ctx, err))
 	}
 	defer rows.Close()
 	var live []leases.Lease
@@ -52,7 +53,7 @@ func (l *ServerClock) Live(ctx context.Context, resources ...string) ([]leases.L
 		var resource, holder sql.NullString
 		var epoch, grantedAt, expiresAt, lastTick sql.NullInt64
 		if err := rows.Scan(&now, &resource, &epoch, &holder, &grantedAt, &expiresAt, &lastTick); err != nil {
-			return nil, 0, fmt.Errorf("live leases: %w", rules.BeforeCommit(ctx, err))
+			return nil, 0, fmt.Errorf("live leases: %w", outcome.BeforeCommit(ctx, err))
 		}
 		if !resource.Valid {
 			continue // no row: the clock alone
@@ -64,10 +65,10 @@ func (l *ServerClock) Live(ctx context.Context, resources ...string) ([]leases.L
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("live leases: %w", rules.BeforeCommit(ctx, err))
+		return nil, 0, fmt.Errorf("live leases: %w", outcome.BeforeCommit(ctx, err))
 	}
 	if now == 0 {
-		return nil, 0, fmt.Errorf("live leases: %w", rules.BeforeCommit(ctx, errors.New("the server's clock was not read")))
+		return nil, 0, fmt.Errorf("live leases: %w", outcome.BeforeCommit(ctx, errors.New("the server's clock was not read")))
 	}
 	slices.SortFunc(live, func(a, b leases.Lease) int { return strings.Compare(a.Resource, b.Resource) })
 	return live, now, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"leases"
+	"leases/internal/outcome"
 	"leases/internal/rules"
 )
 
@@ -74,7 +75,7 @@ func (r *receiver) Read(ctx context.Context, resource string) (record leases.Rec
 		case errors.Is(err, sql.ErrNoRows):
 			return leases.Record{}, false, nil
 		case err != nil:
-			return leases.Record{}, false, fmt.Errorf("read %q: %w", resource, rules.BeforeCommit(ctx, err))
+			return leases.Record{}, false, fmt.Errorf("read %q: %w", resource, outcome.BeforeCommit(ctx, err))
 		}
 		// The unfenced receiver's value always came with its epoch.
 		record.ValueEpoch, record.Value = record.Epoch, value

@@ -6,8 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"leases"
-	"leases/internal/rules"
+	"leases/internal/outcome"
 )
 
 // errLostInsert reports that a resource's first row, decided on while
@@ -57,12 +56,12 @@ func once(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *sql.
 	step(ctx, "begin")
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
-		return rules.BeforeCommit(ctx, fmt.Errorf("begin: %w", err))
+		return outcome.BeforeCommit(ctx, fmt.Errorf("begin: %w", err))
 	}
 	commit, err := fn(tx)
 	if err != nil {
 		step(ctx, "rollback")
-		return rules.BeforeCommit(ctx, rolledBack(err, tx.Rollback()))
+		return outcome.BeforeCommit(ctx, rolledBack(err, tx.Rollback()))
 	}
 	if !commit {
 		// A decision that changes nothing: whether the rollback
@@ -74,7 +73,7 @@ func once(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *sql.
 	if ctx.Err() != nil {
 		// Ended before the commit was sent: nothing committed.
 		_ = tx.Rollback()
-		return rules.BeforeCommit(ctx, errors.New("not committed"))
+		return outcome.BeforeCommit(ctx, errors.New("not committed"))
 	}
 	step(ctx, "commit")
 	if err := tx.Commit(); err != nil {
@@ -82,13 +81,13 @@ func once(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *sql.
 		case ctx.Err() != nil && (errors.Is(err, sql.ErrTxDone) || err == ctx.Err()):
 			// database/sql rolled the transaction back, or refused to
 			// send the commit, because ctx ended: nothing committed.
-			return rules.BeforeCommit(ctx, errors.New("not committed"))
+			return outcome.BeforeCommit(ctx, errors.New("not committed"))
 		case IsSerializationFailure(err):
 			// The server answered that it rolled the transaction back
 			// rather than commit it: nothing committed.
 			return fmt.Errorf("commit refused, nothing committed: %w", err)
 		}
-		return fmt.Errorf("%w: commit failed: %w", leases.ErrOutcomeUnknown, rules.WithContext(ctx, err))
+		return outcome.Unknown(ctx, fmt.Errorf("commit failed: %w", err))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 
 	"leases"
@@ -95,6 +96,21 @@ func Acquire(row LeaseRow, found bool, resource, holder string, now, ttl int64) 
 	}
 	granted := LeaseRow{Epoch: next, Holder: holder, Held: true, GrantedAt: now, ExpiresAt: now + ttl, LastTick: now}
 	return granted, granted.Lease(resource), nil
+}
+
+// Granted is what an acquire of resource for holder at tick now answers
+// once its transaction has ended with err: the lease on success; on an
+// unknown outcome, the lease it would have granted beside the error, since
+// that lease may now be live until its expiry tick; otherwise no lease.
+func Granted(lease leases.Lease, err error, resource, holder string, now int64) (leases.Lease, error) {
+	if err == nil {
+		return lease, nil
+	}
+	err = fmt.Errorf("acquire %q for %q at tick %d: %w", resource, holder, now, err)
+	if errors.Is(err, leases.ErrOutcomeUnknown) {
+		return lease, err
+	}
+	return leases.Lease{}, err
 }
 
 // Renew decides a renewal of held at tick now for ttl ticks.

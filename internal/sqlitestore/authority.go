@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"leases"
+	"leases/internal/outcome"
 	"leases/internal/rules"
 )
 
@@ -174,11 +175,11 @@ func (a *Authority) Changed(ctx context.Context, resource string) (<-chan struct
 	inProcess := a.store.changes.next(ctx)
 	version, err := a.store.dataVersion(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("watch %q: %w", resource, rules.BeforeCommit(ctx, err))
+		return nil, fmt.Errorf("watch %q: %w", resource, outcome.BeforeCommit(ctx, err))
 	}
 	row, err := a.peek(ctx, resource)
 	if err != nil {
-		return nil, fmt.Errorf("watch %q: %w", resource, rules.BeforeCommit(ctx, err))
+		return nil, fmt.Errorf("watch %q: %w", resource, outcome.BeforeCommit(ctx, err))
 	}
 	changed := make(chan struct{})
 	go func() {

@@ -6,8 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"leases"
-	"leases/internal/rules"
+	"leases/internal/outcome"
 )
 
 // inTransaction runs fn in one BEGIN IMMEDIATE transaction (the DSN's
@@ -22,25 +21,25 @@ func (s *Store) inTransaction(ctx context.Context, fn func(*sql.Tx) error) error
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return rules.BeforeCommit(ctx, fmt.Errorf("begin: %w", err))
+		return outcome.BeforeCommit(ctx, fmt.Errorf("begin: %w", err))
 	}
 	if err := s.checkFiles(); err != nil {
 		return errors.Join(err, tx.Rollback())
 	}
 	if err := fn(tx); err != nil {
-		return rules.BeforeCommit(ctx, errors.Join(err, ignoreDone(tx.Rollback())))
+		return outcome.BeforeCommit(ctx, errors.Join(err, ignoreDone(tx.Rollback())))
 	}
 	// A context that ended before COMMIT is sent ends the transaction
 	// here, with a known outcome: nothing changed. (database/sql would
 	// otherwise race its own rollback against the commit.)
 	if ctx.Err() != nil {
-		return rules.BeforeCommit(ctx, errors.Join(errors.New("not committed"), ignoreDone(tx.Rollback())))
+		return outcome.BeforeCommit(ctx, errors.Join(errors.New("not committed"), ignoreDone(tx.Rollback())))
 	}
 	if err := tx.Commit(); err != nil {
 		// The commit was sent: SQLite may have written the change to the
 		// write-ahead log before it failed, and whether that counts
 		// depends on what the next process to open the file finds.
-		err = fmt.Errorf("%w: commit failed: %w", leases.ErrOutcomeUnknown, rules.WithContext(ctx, err))
+		err = outcome.Unknown(ctx, fmt.Errorf("commit failed: %w", err))
 		s.failed.CompareAndSwap(nil, &err)
 		return err
 	}

@@ -1,4 +1,11 @@
-package rules
+// Package outcome says, in the error an operation returns, which of the
+// three kinds of package leases happened when it did not refuse: a
+// failure before commit (nothing changed), or an unknown outcome (the
+// commit was sent, and may have taken effect), each also matching the
+// context's end when that is what stopped it. Refusals are decided, and
+// said, by package internal/rules; every backend says the other two kinds
+// through this package.
+package outcome
 
 import (
 	"context"
@@ -20,6 +27,13 @@ func BeforeCommit(ctx context.Context, err error) error {
 	return fmt.Errorf("cancelled before commit, nothing changed: %w", WithContext(ctx, err))
 }
 
+// Unknown is the error of a change that was sent and failed: whether it
+// took effect is unknown (leases.ErrOutcomeUnknown). It matches the
+// context's end too when that cut it off.
+func Unknown(ctx context.Context, err error) error {
+	return fmt.Errorf("%w: %w", leases.ErrOutcomeUnknown, WithContext(ctx, err))
+}
+
 // WithContext wraps err with the context's error and cause when the
 // context has ended and err does not say so already.
 func WithContext(ctx context.Context, err error) error {
@@ -31,19 +45,4 @@ func WithContext(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%w): %w", ctxErr, cause, err)
 	}
 	return fmt.Errorf("%w: %w", ctxErr, err)
-}
-
-// Granted is what an acquire of resource for holder at tick now answers
-// once its transaction has ended with err: the lease on success; on an
-// unknown outcome, the lease it would have granted beside the error, since
-// that lease may now be live until its expiry tick; otherwise no lease.
-func Granted(lease leases.Lease, err error, resource, holder string, now int64) (leases.Lease, error) {
-	if err == nil {
-		return lease, nil
-	}
-	err = fmt.Errorf("acquire %q for %q at tick %d: %w", resource, holder, now, err)
-	if errors.Is(err, leases.ErrOutcomeUnknown) {
-		return lease, err
-	}
-	return leases.Lease{}, err
 }
