@@ -241,3 +241,63 @@ func median(ds []time.Duration) time.Duration {
 	slices.Sort(sorted)
 	return sorted[len(sorted)/2].Round(time.Millisecond)
 }
+
+// A read changes nothing, so a read that meets a change of leader is
+// asked again, of the new leader, and answers: a follower's linearizable
+// read waits for the leader's read index, and when the leader changes
+// meanwhile etcd answers "leader changed". Here the leader is paused
+// while a read through a follower waits on it: the read (a holder query,
+// and an acquire refused on what etcd holds, which writes nothing) still
+// answers once a new leader is elected. A store that gave up on "leader
+// changed" would fail it.
+func TestAReadOutlivesAChangeOfLeader(t *testing.T) {
+	ctx, c := testContext(t), ownCluster(t)
+	all, err := c.Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = all.Close() })
+	if _, err := etcd.New(all, etcd.Options{Prefix: prefix(t)}).Authority().Acquire(ctx, "r", "A", 0, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	// Even rounds: the holder query first, while the leader is paused;
+	// odd rounds: the refused acquire first.
+	for round := range 4 {
+		leader, err := c.Leader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		through, err := c.MemberClient(ctx, (leader+1)%c.Members())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = through.Close() })
+		a := etcd.New(through, etcd.Options{Prefix: prefix(t), CallTimeout: callBound(t)}).Authority()
+		// The store's guess of the row, so that the acquire is a refusal
+		// to confirm (a transaction that writes nothing), not a write.
+		if _, _, err := a.Holder(ctx, "r", int64(round)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Pause(leader); err != nil {
+			t.Fatal(err)
+		}
+		var held bool
+		var queried, refused error
+		if round%2 == 0 {
+			_, held, queried = a.Holder(ctx, "r", int64(round))
+			_, refused = a.Acquire(ctx, "r", "B", int64(round), 1)
+		} else {
+			_, refused = a.Acquire(ctx, "r", "B", int64(round), 1)
+			_, held, queried = a.Holder(ctx, "r", int64(round))
+		}
+		if err := c.Continue(leader); err != nil {
+			t.Fatal(err)
+		}
+		if queried != nil || !held {
+			t.Fatalf("round %d: a holder query while the leader was paused: held %v, %v; want A's lease", round, held, queried)
+		}
+		if !errors.Is(refused, leases.ErrLeaseHeld) {
+			t.Fatalf("round %d: an acquire refused while the leader was paused: %v; want ErrLeaseHeld", round, refused)
+		}
+	}
+}
