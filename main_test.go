@@ -14,6 +14,7 @@ import (
 
 	"leases/internal/experiment/command"
 	"leases/internal/experiment/worker"
+	"leases/internal/roles"
 	"leases/internal/sqlitestore"
 )
 
@@ -74,9 +75,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(oneThreadEnv) != "" {
 		runtime.LockOSThread()
 	}
-	// The worker role first: workers inherit the controller's environment,
-	// and must not become controllers in turn.
-	worker.RunIfRequested(drivers...)
+	// The worker role first (package roles): workers inherit the
+	// controller's environment, and must not become controllers in turn.
+	worker.Register(drivers...)
+	roles.Run()
 	if dbPath := os.Getenv(controllerEnv); dbPath != "" {
 		os.Exit(playController(dbPath))
 	}
