@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"leases/internal/testctx"
 )
 
 // commandExit is how a run of the command as a child process ended.
@@ -28,12 +30,12 @@ type commandProcess struct {
 // in its TMPDIR.
 func (p commandProcess) run(t *testing.T, args ...string) commandExit {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := testctx.Context(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	args = append([]string{"--timeout", hangBound(t).String()}, args...)
+	args = append([]string{"--timeout", testctx.Bound(t).String()}, args...)
 	argv := append(append(append([]string(nil), p.wrapper...), exe), args...)
 	tmp := p.tmpDir
 	if tmp == "" {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"leases/internal/experiment/command"
+	"leases/internal/experiment/experimenttest"
 	"leases/internal/experiment/worker"
 	"leases/internal/roles"
 	"leases/internal/sqlitestore"
@@ -68,7 +69,7 @@ func TestMain(m *testing.M) {
 	if point == "scenario" {
 		sqlitestore.HookInsideTransaction = func(op string) {
 			if op == "acquire" {
-				_ = signalProcess(os.Getppid(), sig)
+				_ = experimenttest.SignalProcess(os.Getppid(), sig)
 			}
 		}
 	}
@@ -87,15 +88,13 @@ func TestMain(m *testing.M) {
 		if point == "exploration" {
 			var once sync.Once
 			sqlitestore.HookInsideTransaction = func(string) {
-				once.Do(func() { _ = signalProcess(os.Getpid(), sig) })
+				once.Do(func() { _ = experimenttest.SignalProcess(os.Getpid(), sig) })
 			}
 		}
 		os.Exit(command.Command(drivers...))
 	}
 	code := m.Run()
-	if commandDir != "" {
-		_ = os.RemoveAll(commandDir)
-	}
+	experimenttest.RemoveBuiltCommand()
 	os.Exit(code)
 }
 

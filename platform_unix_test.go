@@ -3,15 +3,9 @@
 package leases_test
 
 import (
-	"errors"
 	"os/exec"
 	"syscall"
 )
-
-// processGone reports whether no process with pid exists any more.
-func processGone(pid int) bool {
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
 
 // inOwnProcessGroup starts cmd in a process group of its own, and has its
 // context's end kill the whole group: the command and strace in front of

@@ -15,13 +15,15 @@ import (
 	"leases"
 	"leases/internal/contract"
 	"leases/internal/experiment/command"
+	"leases/internal/experiment/experimenttest"
+	"leases/internal/sqlitetest"
 )
 
 // Every invalid argument is refused with ErrInvalidInput, in one short
 // line, and leaves every row as it was: the contract's bad calls, and the
 // extremes and the fields they leave out.
 func TestInvalidInputIsRefusedAndChangesNothing(t *testing.T) {
-	b := sqliteBackend(t)
+	b := sqlitetest.Backend(t)
 	s := contract.Calls{B: b, Held: contract.BadInputSetup(t, b)}
 	fenced, unfenced := b.Fenced, b.Unfenced
 	long := strings.Repeat("n", leases.MaxNameBytes+1)
@@ -59,12 +61,12 @@ func TestInvalidInputIsRefusedAndChangesNothing(t *testing.T) {
 // stored and read back verbatim, and no other row is touched.
 func TestHostileButValidInputIsStoredVerbatim(t *testing.T) {
 	ctx := context.Background()
-	path := tempDBPath(t)
-	store := openStore(t, path)
+	path := sqlitetest.Path(t)
+	store := sqlitetest.Open(t, path)
 	auth, fenced := store.Authority(), store.Receiver(leases.Fenced)
 	mustAcquire(t, auth, "bystander", "Z", 0, 100)
 	contract.MustWrite(t, fenced, "bystander", 1, "untouched")
-	bystanders := dumpTables(t, path)
+	bystanders := sqlitetest.Dump(t, path)
 
 	for _, name := range []string{
 		`O'Brien "quoted" \backslash`,
@@ -86,7 +88,7 @@ func TestHostileButValidInputIsStoredVerbatim(t *testing.T) {
 			t.Fatalf("read %q back: found %v, %v, value intact %v", name, found, err, got.Value == value)
 		}
 	}
-	after := dumpTables(t, path)
+	after := sqlitetest.Dump(t, path)
 	for _, row := range strings.Split(strings.TrimSpace(bystanders), "\n") {
 		if !strings.Contains(after, row) {
 			t.Fatalf("the bystander row %s changed", row)
@@ -101,8 +103,8 @@ func TestHostileButValidInputIsStoredVerbatim(t *testing.T) {
 // nothing on stdout, and no file written.
 func TestCommandRefusesBadInput(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string { return writeFile(t, dir, name, content) }
-	valid := committedResults(t)
+	write := func(name, content string) string { return experimenttest.WriteFile(t, dir, name, content) }
+	valid := experimenttest.CommittedResults(t)
 	checked := write("checked.json", string(valid))
 	linked := filepath.Join(dir, "linked.json")
 	if err := os.Symlink(checked, linked); err != nil {
@@ -147,7 +149,7 @@ func TestCommandRefusesBadInput(t *testing.T) {
 	for _, tc := range usage {
 		t.Run(tc.name, func(t *testing.T) {
 			// --output first: a case's own --output comes later and wins.
-			code, stdout, stderr := runCommand(t, append([]string{"--output", out}, tc.args...)...)
+			code, stdout, stderr := experimenttest.RunCommand(t, append([]string{"--output", out}, tc.args...)...)
 			if code != command.ExitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "run-experiment: ") {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and one line", code, stdout, stderr)
 			}
@@ -173,7 +175,7 @@ func TestCommandRefusesBadInput(t *testing.T) {
 				if tampered.content == string(valid) {
 					t.Fatal("the tampering changed nothing")
 				}
-				code, last := checkTampered(t, tampered.content)
+				code, last := experimenttest.CheckTampered(t, tampered.content)
 				if code != command.ExitUsage || !strings.Contains(last, tampered.path) {
 					t.Fatalf("exit %d, last line %q; want exit 2 naming %s", code, last, tampered.path)
 				}

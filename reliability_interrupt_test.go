@@ -11,10 +11,11 @@ import (
 	"testing"
 
 	"leases/internal/experiment/command"
+	"leases/internal/experiment/experimenttest"
 )
 
 func TestInterruptedCommand(t *testing.T) {
-	skipWithoutStop(t)
+	experimenttest.SkipWithoutStop(t)
 	cases := []struct{ at, want string }{
 		// A worker signals the command from inside its first
 		// transaction, while the command waits for its reply.
