@@ -1,8 +1,6 @@
 package leases_test
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -29,12 +27,6 @@ const (
 	// until it is killed; if its input closes first it exits without
 	// committing.
 	pauseEnv = "LEASES_TEST_PAUSE_AT"
-	// controllerEnv makes this binary a controller that starts two
-	// workers on the named database, prints their pids and waits.
-	controllerEnv = "LEASES_TEST_CONTROLLER_DB"
-	// groupOnlyEnv makes that controller start its workers with
-	// worker.Options.GroupOnly: without Linux's parent-death signal.
-	groupOnlyEnv = "LEASES_TEST_GROUP_ONLY"
 	// commandEnv makes this binary the command run-experiment itself,
 	// exactly as cmd/run-experiment runs it (command.Command); its
 	// workers are this binary too.
@@ -80,9 +72,6 @@ func TestMain(m *testing.M) {
 	// controller's environment, and must not become controllers in turn.
 	worker.Register(drivers...)
 	roles.Run()
-	if dbPath := os.Getenv(controllerEnv); dbPath != "" {
-		os.Exit(playController(dbPath))
-	}
 	if os.Getenv(commandEnv) != "" {
 		sqlitestore.HookInsideTransaction = nil // the workers' hook, not the command's
 		if point == "exploration" {
@@ -106,29 +95,4 @@ func interruptPoint() (point string, sig syscall.Signal) {
 		sig = syscall.SIGTERM
 	}
 	return point, sig
-}
-
-// playController starts two workers that wait for commands, pauses the
-// first (worker.Stop, which returns once the kernel reports it stopped),
-// prints their pids, and waits for its own input to end. Killed, it leaves
-// the workers without a controller.
-func playController(dbPath string) int {
-	ctx := context.Background()
-	var pids []any
-	var workers []*worker.Worker
-	for _, name := range []string{"A", "B"} {
-		w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Address: dbPath, GroupOnly: os.Getenv(groupOnlyEnv) != ""})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		pids, workers = append(pids, w.PID()), append(workers, w)
-	}
-	if err := workers[0].Stop(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fmt.Println(pids...)
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	return 0
 }
