@@ -5,12 +5,8 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 
-	"leases/internal/experiment/command"
 	"leases/internal/experiment/experimenttest"
 	"leases/internal/experiment/worker"
 	"leases/internal/roles"
@@ -27,17 +23,6 @@ const (
 	// until it is killed; if its input closes first it exits without
 	// committing.
 	pauseEnv = "LEASES_TEST_PAUSE_AT"
-	// commandEnv makes this binary the command run-experiment itself,
-	// exactly as cmd/run-experiment runs it (command.Command); its
-	// workers are this binary too.
-	commandEnv = "LEASES_TEST_COMMAND"
-	// interruptEnv makes a run of the command interrupt itself, as
-	// POINT:SIGNAL. POINT "scenario": every worker sends SIGNAL to the
-	// command inside each acquire's transaction; "exploration": the
-	// command sends it to itself inside its first acquire, which is the
-	// exploration's (the command's own database calls during the
-	// scenarios only read).
-	interruptEnv = "LEASES_TEST_INTERRUPT_AT"
 	// oneThreadEnv keeps a worker's requests, and so its SQLite calls, on
 	// one OS thread: strace counts a system call's invocations per
 	// thread, and a fault meant for the second read of a request must not
@@ -57,14 +42,6 @@ func TestMain(m *testing.M) {
 			}
 		}
 	}
-	point, sig := interruptPoint()
-	if point == "scenario" {
-		sqlitestore.HookInsideTransaction = func(op string) {
-			if op == "acquire" {
-				_ = experimenttest.SignalProcess(os.Getppid(), sig)
-			}
-		}
-	}
 	if os.Getenv(oneThreadEnv) != "" {
 		runtime.LockOSThread()
 	}
@@ -72,27 +49,7 @@ func TestMain(m *testing.M) {
 	// controller's environment, and must not become controllers in turn.
 	worker.Register(drivers...)
 	roles.Run()
-	if os.Getenv(commandEnv) != "" {
-		sqlitestore.HookInsideTransaction = nil // the workers' hook, not the command's
-		if point == "exploration" {
-			var once sync.Once
-			sqlitestore.HookInsideTransaction = func(string) {
-				once.Do(func() { _ = experimenttest.SignalProcess(os.Getpid(), sig) })
-			}
-		}
-		os.Exit(command.Command(drivers...))
-	}
 	code := m.Run()
 	experimenttest.RemoveBuiltCommand()
 	os.Exit(code)
-}
-
-// interruptPoint reads interruptEnv.
-func interruptPoint() (point string, sig syscall.Signal) {
-	point, name, _ := strings.Cut(os.Getenv(interruptEnv), ":")
-	sig = syscall.SIGINT
-	if name == "SIGTERM" {
-		sig = syscall.SIGTERM
-	}
-	return point, sig
 }

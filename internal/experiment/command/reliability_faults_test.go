@@ -1,4 +1,4 @@
-package leases_test
+package command_test
 
 // System calls of the command made to fail, with strace, and a temporary
 // file system that is full: whatever fails, the command ends with exit 3

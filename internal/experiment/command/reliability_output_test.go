@@ -1,6 +1,6 @@
 //go:build unix
 
-package leases_test
+package command_test
 
 // Where the command's --output may point: standard output, a FIFO, a
 // device, a link. A file that is not a regular file is written in place and

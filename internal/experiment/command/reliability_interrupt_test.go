@@ -1,4 +1,4 @@
-package leases_test
+package command_test
 
 // The command interrupted by a signal: one line naming the signal, exit 3,
 // no worker and no temporary directory left, nothing written. Not among
