@@ -6,7 +6,6 @@ import (
 	"errors"
 	"testing"
 
-	"leases"
 	"leases/internal/experiment/backend"
 	"leases/internal/experiment/experimenttest"
 	"leases/internal/experiment/worker"
@@ -40,13 +39,4 @@ func skipWithoutStop(t *testing.T) { experimenttest.SkipWithoutStop(t) }
 
 func startWorker(t *testing.T, ctx context.Context, name, path string, env ...string) *worker.Worker {
 	return experimenttest.StartWorker(t, ctx, name, path, env...)
-}
-
-func mustAcquire(t *testing.T, a leases.Authority, resource, holder string, now, ttl int64) leases.Lease {
-	t.Helper()
-	lease, err := a.Acquire(context.Background(), resource, holder, now, ttl)
-	if err != nil {
-		t.Fatalf("acquire %s for %s at %d: %v", resource, holder, now, err)
-	}
-	return lease
 }

@@ -1,4 +1,4 @@
-package leases_test
+package sqlite_test
 
 // A read that fails inside an operation is a failure, never "not found".
 // Not among the contract's 17 tests.

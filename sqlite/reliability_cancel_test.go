@@ -1,4 +1,4 @@
-package leases_test
+package sqlite_test
 
 // Calls whose context ends at a random moment. Not among the contract's
 // 17 tests.

@@ -1,4 +1,4 @@
-package leases_test
+package sqlite_test
 
 // Reliability under bad and hostile input, to the library and to the
 // command. Not among the contract's 17 tests.

@@ -1,4 +1,4 @@
-package leases_test
+package sqlite_test
 
 // The database's files changed under an open store: deleted or replaced.
 // Not among the contract's 17 tests.

@@ -1,6 +1,6 @@
 //go:build unix
 
-package leases_test
+package sqlite_test
 
 import (
 	"syscall"

@@ -1,4 +1,4 @@
-package leases_test
+package sqlite_test
 
 // Reliability under faults: processes killed mid-transaction or
 // mid-tenure, a controller killed under its workers, a database file that

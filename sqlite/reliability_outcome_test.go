@@ -1,4 +1,4 @@
-package leases_test
+package sqlite_test
 
 // Commits that fail: an error after COMMIT was sent is an unknown outcome,
 // not "nothing changed". Not among the contract's 17 tests.
