@@ -1,4 +1,4 @@
-package leases_test
+package scenario_test
 
 // Beyond the seed: the fence-before-acting protocol that narrows the gap of
 // C7 (Observe's outcomes are a clause of the contract: TestFencedReceiverOutcomes/observe).
