@@ -6,7 +6,6 @@ import (
 	"errors"
 	"testing"
 
-	"leases/internal/experiment/backend"
 	"leases/internal/experiment/experimenttest"
 	"leases/internal/experiment/worker"
 	"leases/internal/sqlitetest"
@@ -15,11 +14,6 @@ import (
 	sqlitedriver "modernc.org/sqlite"
 )
 
-// drivers are the backends this test binary knows: its workers and the
-// command it plays run on SQLite. The etcd module's tests run the same
-// machinery on etcd.
-var drivers = []backend.Driver{backend.SQLite{}}
-
 // isBusy reports whether err is SQLite's "database is locked".
 func isBusy(err error) bool {
 	var sqliteErr *sqlitedriver.Error
@@ -27,7 +21,8 @@ func isBusy(err error) bool {
 }
 
 // The names the pause-and-kill and load tests use for the shared helpers
-// (packages testctx, sqlitetest and experimenttest).
+// (packages testctx, sqlitetest and experimenttest); the contract suite
+// calls those packages by name.
 
 func testContext(t *testing.T) context.Context { return testctx.Context(t) }
 

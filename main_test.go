@@ -4,16 +4,19 @@ import (
 	"os"
 	"testing"
 
+	"leases/internal/experiment/backend"
 	"leases/internal/experiment/experimenttest"
 	"leases/internal/experiment/worker"
 	"leases/internal/roles"
 )
 
 // TestMain lets this binary play the worker role (package roles): the
-// contract suite's scenarios and process tests re-execute this binary as
-// their workers, and a worker must never reach the test runner.
+// contract suite's scenarios and process tests, and the load and
+// pause-and-kill tests, re-execute this binary as their workers, and a
+// worker must never reach the test runner. The command the contract suite
+// runs is the one built from ./cmd/run-experiment, removed at the end.
 func TestMain(m *testing.M) {
-	worker.Register(drivers...)
+	worker.Register(backend.SQLite{})
 	roles.Run()
 	code := m.Run()
 	experimenttest.RemoveBuiltCommand()
