@@ -13,9 +13,9 @@ import (
 	"leases/internal/roles"
 )
 
-// RoleName is the name of the worker's role (package roles): a worker is
+// roleName is the name of the worker's role (package roles): a worker is
 // this binary, re-executed in that role.
-const RoleName = "experiment-worker"
+const roleName = "experiment-worker"
 
 // role is the worker role, once Register has registered it.
 var role struct {
@@ -35,7 +35,7 @@ var role struct {
 // child of its own (the command it plays), which calls MaySkip on it so
 // that roles.CheckUnused does not count it as forgotten.
 func Register(drivers ...backend.Driver) roles.Role {
-	r := roles.Register(RoleName, func(args []string) int {
+	r := roles.Register(roleName, func(args []string) int {
 		return play(drivers, args, os.Stdin, os.Stdout, os.Stderr)
 	})
 	role.mu.Lock()
