@@ -20,8 +20,11 @@ import (
 	"leases/internal/contract"
 	"leases/internal/experiment/backend"
 	"leases/internal/experiment/command"
+	"leases/internal/experiment/experimenttest"
 	"leases/internal/experiment/scenario"
 	"leases/internal/sqlitestore"
+	"leases/internal/sqlitetest"
+	"leases/internal/testctx"
 	"leases/sqlite"
 )
 
@@ -29,15 +32,15 @@ import (
 // sequence, and a holder that comes back gets a new epoch, its old lease no
 // longer its own (contract.EpochsIncreasePerResource, on SQLite).
 func TestEpochsIncreasePerResource(t *testing.T) {
-	contract.EpochsIncreasePerResource(t, sqliteBackend(t))
+	contract.EpochsIncreasePerResource(t, sqlitetest.Backend(t))
 }
 
 // C2: a lease granted at t for d ticks is live at t+d-1 and expired at t+d
 // (contract.ExpiryBoundary, on SQLite); a holder query draws the same line
 // (contract.HolderAnswersWhoHolds).
 func TestExpiryBoundary(t *testing.T) {
-	contract.ExpiryBoundary(t, sqliteBackend(t))
-	t.Run("holder", func(t *testing.T) { contract.HolderAnswersWhoHolds(t, sqliteBackend(t)) })
+	contract.ExpiryBoundary(t, sqlitetest.Backend(t))
+	t.Run("holder", func(t *testing.T) { contract.HolderAnswersWhoHolds(t, sqlitetest.Backend(t)) })
 }
 
 // Renewal extends the holder's live lease under the same epoch and grant
@@ -45,13 +48,13 @@ func TestExpiryBoundary(t *testing.T) {
 // lease cannot be renewed, and a renewal leaves other resources alone
 // (contract.RenewExtendsOnlyTheHoldersLiveLease, on SQLite).
 func TestRenewExtendsOnlyTheHoldersLiveLease(t *testing.T) {
-	contract.RenewExtendsOnlyTheHoldersLiveLease(t, sqliteBackend(t))
+	contract.RenewExtendsOnlyTheHoldersLiveLease(t, sqlitetest.Backend(t))
 }
 
 // Release frees the resource at once and only that resource, but its epoch
 // is never handed out again (contract.ReleaseNeverReusesEpoch, on SQLite).
 func TestReleaseNeverReusesEpoch(t *testing.T) {
-	contract.ReleaseNeverReusesEpoch(t, sqliteBackend(t))
+	contract.ReleaseNeverReusesEpoch(t, sqlitetest.Backend(t))
 }
 
 // C6: every outcome of the fenced receiver, with the stored record
@@ -60,9 +63,9 @@ func TestReleaseNeverReusesEpoch(t *testing.T) {
 // outcomes, and the guarded receiver's, which adds not-live
 // (contract.ObserveOutcomes, contract.GuardedReceiverOutcomes).
 func TestFencedReceiverOutcomes(t *testing.T) {
-	contract.FencedReceiverOutcomes(t, sqliteBackend(t))
-	t.Run("observe", func(t *testing.T) { contract.ObserveOutcomes(t, sqliteBackend(t)) })
-	t.Run("guarded", func(t *testing.T) { contract.GuardedReceiverOutcomes(t, sqliteBackend(t)) })
+	contract.FencedReceiverOutcomes(t, sqlitetest.Backend(t))
+	t.Run("observe", func(t *testing.T) { contract.ObserveOutcomes(t, sqlitetest.Backend(t)) })
+	t.Run("guarded", func(t *testing.T) { contract.GuardedReceiverOutcomes(t, sqlitetest.Backend(t)) })
 }
 
 // C8 at the library level: without the comparison, whatever comes last
@@ -70,7 +73,7 @@ func TestFencedReceiverOutcomes(t *testing.T) {
 // the fenced one's (contract.UnfencedReceiverStoresWhateverComesLast, on
 // SQLite).
 func TestUnfencedReceiverStoresWhateverComesLast(t *testing.T) {
-	contract.UnfencedReceiverStoresWhateverComesLast(t, sqliteBackend(t))
+	contract.UnfencedReceiverStoresWhateverComesLast(t, sqlitetest.Backend(t))
 }
 
 // holdInsideTransaction starts op in the background and returns once op is
@@ -92,7 +95,7 @@ func holdInsideTransaction(t *testing.T, operation string, op func() error) (res
 	case <-inside:
 	case err := <-done:
 		t.Fatalf("%s finished without reaching its transaction: %v", operation, err)
-	case <-testContext(t).Done():
+	case <-testctx.Context(t).Done():
 		t.Fatalf("%s never reached its transaction", operation)
 	}
 	return func() error {
@@ -106,8 +109,8 @@ func holdInsideTransaction(t *testing.T, operation string, op func() error) (res
 // write at all; if it could, both would be granted epoch 1.
 func TestAcquireIsOneImmediateTransaction(t *testing.T) {
 	ctx := context.Background()
-	path := tempDBPath(t)
-	first := openStore(t, path).Authority()
+	path := sqlitetest.Path(t)
+	first := sqlitetest.Open(t, path).Authority()
 	other, err := sqlite.Options{BusyTimeout: -1}.Open(ctx, path) // fail at once instead of waiting
 	if err != nil {
 		t.Fatal(err)
@@ -136,8 +139,8 @@ func TestAcquireIsOneImmediateTransaction(t *testing.T) {
 // it and the stored epoch would go down.
 func TestReceiverComparesAndWritesInOneTransaction(t *testing.T) {
 	ctx := context.Background()
-	path := tempDBPath(t)
-	first := openStore(t, path).Receiver(leases.Fenced)
+	path := sqlitetest.Path(t)
+	first := sqlitetest.Open(t, path).Receiver(leases.Fenced)
 	contract.MustWrite(t, first, "r", 1, "v1")
 	otherStore, err := sqlite.Options{BusyTimeout: -1}.Open(ctx, path)
 	if err != nil {
@@ -168,18 +171,18 @@ func TestReceiverComparesAndWritesInOneTransaction(t *testing.T) {
 // C7: the fence is durable. One process commits epoch 2 and exits; another
 // process, with a connection of its own, is refused epoch 1.
 func TestFenceSurvivesReopenByAnotherProcess(t *testing.T) {
-	ctx := testContext(t)
-	path := tempDBPath(t)
-	openStore(t, path) // creates the database
-	newer := startWorker(t, ctx, "B", path)
+	ctx := testctx.Context(t)
+	path := sqlitetest.Path(t)
+	sqlitetest.Open(t, path) // creates the database
+	newer := experimenttest.StartWorker(t, ctx, "B", path)
 	if got, err := newer.Write(ctx, leases.Fenced, "r", 2, "new"); err != nil || got.Outcome != leases.Accepted {
 		t.Fatalf("write epoch 2: %+v, %v", got, err)
 	}
 	if err := newer.Exit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	older := startWorker(t, ctx, "A", path)
-	if older.PID() == newer.PID() || !processGone(newer.PID()) {
+	older := experimenttest.StartWorker(t, ctx, "A", path)
+	if older.PID() == newer.PID() || !experimenttest.ProcessGone(newer.PID()) {
 		t.Fatalf("want two processes, the first gone: %d, %d", newer.PID(), older.PID())
 	}
 	got, err := older.Write(ctx, leases.Fenced, "r", 1, "old")
@@ -193,11 +196,11 @@ func TestFenceSurvivesReopenByAnotherProcess(t *testing.T) {
 func TestWorkerProcesses(t *testing.T) {
 	t.Parallel() // whole runs, independent of the other tests
 	t.Run("every worker is its own process, gone after the run", func(t *testing.T) {
-		skipWithoutStop(t)
+		experimenttest.SkipWithoutStop(t)
 		pids := map[int]string{}
 		for _, name := range []string{scenario.UnfencedReceiver, scenario.FencedReceiver,
 			scenario.ExpiryBeforeReceiverObservationGap, scenario.FenceBeforeActing} {
-			_, err := scenario.RunByName(testContext(t), backend.SQLite{}, name, scenario.Options{
+			_, err := scenario.RunByName(testctx.Context(t), backend.SQLite{}, name, scenario.Options{
 				WorkerStarted: func(sc, worker string, pid int) { pids[pid] = sc + "/" + worker },
 			})
 			if err != nil {
@@ -211,31 +214,31 @@ func TestWorkerProcesses(t *testing.T) {
 			if pid == os.Getpid() {
 				t.Errorf("worker %s ran in the controller's own process", who)
 			}
-			if !processGone(pid) {
+			if !experimenttest.ProcessGone(pid) {
 				t.Errorf("worker %s (pid %d) outlived the run", who, pid)
 			}
 		}
 	})
 	t.Run("a worker whose input closes exits", func(t *testing.T) {
-		ctx := testContext(t)
-		path := tempDBPath(t)
-		openStore(t, path)
-		w := startWorker(t, ctx, "A", path)
+		ctx := testctx.Context(t)
+		path := sqlitetest.Path(t)
+		sqlitetest.Open(t, path)
+		w := experimenttest.StartWorker(t, ctx, "A", path)
 		if err := w.Abandon(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if !processGone(w.PID()) {
+		if !experimenttest.ProcessGone(w.PID()) {
 			t.Fatalf("worker %d still exists", w.PID())
 		}
 	})
 	t.Run("a hung run fails naming scenario and worker, and ends its workers", func(t *testing.T) {
-		skipWithoutStop(t)
+		experimenttest.SkipWithoutStop(t)
 		var pids []int
 		var lock *sql.Tx
 		// The run's bound, which ends this deliberate hang, starts only
 		// once the worker has: however slow the machine, the run reaches
 		// the worker before it can time out.
-		ctx, cancel := context.WithCancelCause(testContext(t))
+		ctx, cancel := context.WithCancelCause(testctx.Context(t))
 		defer cancel(nil)
 		var bound *time.Timer
 		defer func() {
@@ -271,7 +274,7 @@ func TestWorkerProcesses(t *testing.T) {
 			t.Fatal("no worker was started")
 		}
 		for _, pid := range pids {
-			if !processGone(pid) {
+			if !experimenttest.ProcessGone(pid) {
 				t.Errorf("worker %d outlived the failed run", pid)
 			}
 		}
@@ -281,14 +284,14 @@ func TestWorkerProcesses(t *testing.T) {
 // C11: the command reruns the experiment and reproduces results.json, an
 // earlier run's output, byte for byte.
 func TestCommandReproducesResultsJSON(t *testing.T) {
-	skipWithoutStop(t)
+	experimenttest.SkipWithoutStop(t)
 	t.Parallel() // a whole run, independent of the other tests
 	out := filepath.Join(t.TempDir(), "reproduced.json")
-	code, _, stderr := runCommand(t, "--check", "results.json", "--output", out)
+	code, _, stderr := experimenttest.RunCommand(t, "--check", "results.json", "--output", out)
 	if code != command.ExitMatch {
 		t.Fatalf("exit %d, want 0; stderr:\n%s", code, stderr)
 	}
-	want := committedResults(t)
+	want := experimenttest.CommittedResults(t)
 	got, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -306,7 +309,7 @@ func TestCheckReportsTamperedFile(t *testing.T) {
 	// What is checked is the comparison, not the exploration: the file
 	// tampered with and each rerun have small exploration bounds (the full
 	// run is TestCommandReproducesResultsJSON's).
-	original := smallRun(t)
+	original := experimenttest.SmallRun(t)
 	cases := []struct {
 		name       string
 		tamper     func(string) string
@@ -350,7 +353,7 @@ func TestCheckReportsTamperedFile(t *testing.T) {
 			if tampered == original {
 				t.Fatal("the tampering changed nothing")
 			}
-			code, lastLine := checkTampered(t, tampered, smallBounds...)
+			code, lastLine := experimenttest.CheckTampered(t, tampered, experimenttest.SmallBounds...)
 			if code != command.ExitMismatch || !strings.Contains(lastLine, tc.wantInLine) {
 				t.Fatalf("exit %d, last line %q; want exit 1 and %q", code, lastLine, tc.wantInLine)
 			}
@@ -362,8 +365,8 @@ func TestCheckReportsTamperedFile(t *testing.T) {
 // runs: exit 2, one line, and the file being checked left as it was.
 func TestCommandRejectsBadUsageAndFiles(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string { return writeFile(t, dir, name, content) }
-	valid := committedResults(t)
+	write := func(name, content string) string { return experimenttest.WriteFile(t, dir, name, content) }
+	valid := experimenttest.CommittedResults(t)
 	checked := write("checked.json", string(valid))
 	cases := []struct {
 		name string
@@ -384,7 +387,7 @@ func TestCommandRejectsBadUsageAndFiles(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runCommand(t, tc.args...)
+			code, stdout, stderr := experimenttest.RunCommand(t, tc.args...)
 			if code != command.ExitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", code, stdout, stderr, tc.want)
 			}
@@ -393,7 +396,7 @@ func TestCommandRejectsBadUsageAndFiles(t *testing.T) {
 	if got, _ := os.ReadFile(checked); !bytes.Equal(got, valid) {
 		t.Error("the --check file was changed")
 	}
-	if code, stdout, _ := runCommand(t, "-h"); code != 0 || !strings.Contains(stdout, "usage: run-experiment") {
+	if code, stdout, _ := experimenttest.RunCommand(t, "-h"); code != 0 || !strings.Contains(stdout, "usage: run-experiment") {
 		t.Errorf("-h: exit %d, stdout %q", code, stdout)
 	}
 }
@@ -401,7 +404,7 @@ func TestCommandRejectsBadUsageAndFiles(t *testing.T) {
 // Bad input is refused with ErrInvalidInput in one line and changes
 // nothing, row for row (contract.BadInputChangesNothing, on SQLite).
 func TestBadInputChangesNothing(t *testing.T) {
-	b := sqliteBackend(t)
+	b := sqlitetest.Backend(t)
 	contract.BadInputChangesNothing(t, b)
 	ctx := context.Background()
 	if _, err := sqlite.Open(ctx, ""); !errors.Is(err, leases.ErrInvalidInput) {
@@ -413,10 +416,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 // does not compare epochs. The paused old holder's write lands after the
 // new holder's: lease expiry alone does not revoke A.
 func TestUnfencedReceiver(t *testing.T) {
-	sc, _ := runScenario(t, scenario.UnfencedReceiver)
+	sc, _ := experimenttest.RunScenario(t, scenario.UnfencedReceiver)
 	checkBoundarySteps(t, sc)
-	b := findStep(t, sc, "B", "write", 1)
-	a := findStep(t, sc, "A", "write", 1)
+	b := experimenttest.FindStep(t, sc, "B", "write", 1)
+	a := experimenttest.FindStep(t, sc, "A", "write", 1)
 	if b.Outcome != "accepted" || a.Outcome != "accepted" || a.Epoch != 1 {
 		t.Fatalf("B's write %s, A's epoch-%d write %s; want both accepted", b.Outcome, a.Epoch, a.Outcome)
 	}
@@ -433,16 +436,16 @@ func TestUnfencedReceiver(t *testing.T) {
 // is rejected as stale and B's value stays; B's resend is a replay and its
 // different value a conflict, neither changing the record.
 func TestFencedReceiver(t *testing.T) {
-	sc, _ := runScenario(t, scenario.FencedReceiver)
+	sc, _ := experimenttest.RunScenario(t, scenario.FencedReceiver)
 	checkBoundarySteps(t, sc)
 	bValue := contract.Written(2, sc.Parameters.ValueB)
 	for n, want := range []leases.Outcome{leases.Accepted, leases.Replay, leases.Conflict} {
-		s := findStep(t, sc, "B", "write", n+1)
+		s := experimenttest.FindStep(t, sc, "B", "write", n+1)
 		if s.Outcome != string(want) || s.ReceiverAfter == nil || *s.ReceiverAfter != bValue {
 			t.Errorf("B's write %d: %s leaving %+v; want %s leaving %+v", n+1, s.Outcome, s.ReceiverAfter, want, bValue)
 		}
 	}
-	a := findStep(t, sc, "A", "write", 1)
+	a := experimenttest.FindStep(t, sc, "A", "write", 1)
 	if a.Outcome != string(leases.Stale) || a.Epoch != 1 {
 		t.Fatalf("A's epoch-%d write: %s, want stale", a.Epoch, a.Outcome)
 	}
@@ -459,17 +462,17 @@ func TestFencedReceiver(t *testing.T) {
 // reaches the receiver first and is accepted. Only once B's epoch 2 is
 // committed there is A's write rejected.
 func TestExpiryBeforeReceiverObservationGap(t *testing.T) {
-	sc, _ := runScenario(t, scenario.ExpiryBeforeReceiverObservationGap)
-	granted := findStep(t, sc, "B", "acquire", 1)
-	first := findStep(t, sc, "A", "write", 1)
+	sc, _ := experimenttest.RunScenario(t, scenario.ExpiryBeforeReceiverObservationGap)
+	granted := experimenttest.FindStep(t, sc, "B", "acquire", 1)
+	first := experimenttest.FindStep(t, sc, "A", "write", 1)
 	if granted.Epoch != 2 || first.Outcome != string(leases.Accepted) || first.HighestEpochGranted != 2 {
 		t.Fatalf("B granted epoch %d; A's write %s while epoch %d was granted; want A accepted after epoch 2",
 			granted.Epoch, first.Outcome, first.HighestEpochGranted)
 	}
-	if b := findStep(t, sc, "B", "write", 1); b.Outcome != string(leases.Accepted) {
+	if b := experimenttest.FindStep(t, sc, "B", "write", 1); b.Outcome != string(leases.Accepted) {
 		t.Fatalf("B's write: %s, want accepted", b.Outcome)
 	}
-	if again := findStep(t, sc, "A", "write", 2); again.Outcome != string(leases.Stale) {
+	if again := experimenttest.FindStep(t, sc, "A", "write", 2); again.Outcome != string(leases.Stale) {
 		t.Fatalf("A's write after the receiver committed epoch 2: %s, want stale", again.Outcome)
 	}
 	v := sc.Verdicts
@@ -482,9 +485,9 @@ func TestExpiryBeforeReceiverObservationGap(t *testing.T) {
 // one tick before A's expiry and granted the next epoch at it.
 func checkBoundarySteps(t *testing.T, sc scenario.Scenario) {
 	t.Helper()
-	a := findStep(t, sc, "A", "acquire", 1)
-	early := findStep(t, sc, "B", "acquire", 1)
-	atExpiry := findStep(t, sc, "B", "acquire", 2)
+	a := experimenttest.FindStep(t, sc, "A", "acquire", 1)
+	early := experimenttest.FindStep(t, sc, "B", "acquire", 1)
+	atExpiry := experimenttest.FindStep(t, sc, "B", "acquire", 2)
 	if a.Outcome != "granted" || a.Epoch != 1 || early.Tick != a.ExpiresAt-1 || early.Outcome != "refused" ||
 		atExpiry.Tick != a.ExpiresAt || atExpiry.Outcome != "granted" || atExpiry.Epoch != 2 {
 		t.Fatalf("boundary steps: A %+v, B early %+v, B at expiry %+v", a, early, atExpiry)

@@ -1,133 +1,24 @@
 package leases_test
 
 import (
-	"bufio"
-	"context"
-	"fmt"
-	"io"
 	"os"
-	"runtime"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 
-	"leases/internal/experiment/command"
+	"leases/internal/experiment/backend"
+	"leases/internal/experiment/experimenttest"
 	"leases/internal/experiment/worker"
-	"leases/internal/sqlitestore"
+	"leases/internal/roles"
 )
 
-// Test-only roles of this binary, chosen by environment variables. The
-// experiment re-executes this binary as its workers; the fault tests also
-// need a worker that stops inside a transaction, and a controller of its
-// own that the test can kill.
-const (
-	// pauseEnv names the point (see leases' test hook) at which a worker
-	// announces {"paused": point} and then holds its transaction open
-	// until it is killed; if its input closes first it exits without
-	// committing.
-	pauseEnv = "LEASES_TEST_PAUSE_AT"
-	// controllerEnv makes this binary a controller that starts two
-	// workers on the named database, prints their pids and waits.
-	controllerEnv = "LEASES_TEST_CONTROLLER_DB"
-	// groupOnlyEnv makes that controller start its workers with
-	// worker.Options.GroupOnly: without Linux's parent-death signal.
-	groupOnlyEnv = "LEASES_TEST_GROUP_ONLY"
-	// commandEnv makes this binary the command run-experiment itself,
-	// exactly as cmd/run-experiment runs it (command.Command); its
-	// workers are this binary too.
-	commandEnv = "LEASES_TEST_COMMAND"
-	// interruptEnv makes a run of the command interrupt itself, as
-	// POINT:SIGNAL. POINT "scenario": every worker sends SIGNAL to the
-	// command inside each acquire's transaction; "exploration": the
-	// command sends it to itself inside its first acquire, which is the
-	// exploration's (the command's own database calls during the
-	// scenarios only read).
-	interruptEnv = "LEASES_TEST_INTERRUPT_AT"
-	// oneThreadEnv keeps a worker's requests, and so its SQLite calls, on
-	// one OS thread: strace counts a system call's invocations per
-	// thread, and a fault meant for the second read of a request must not
-	// land elsewhere because the goroutine moved.
-	oneThreadEnv = "LEASES_TEST_ONE_THREAD"
-)
-
-// TestMain lets the test binary play the worker role: the experiment
-// re-executes this binary, and a worker must never reach the test runner.
+// TestMain lets this binary play the worker role (package roles): the
+// contract suite's scenarios and process tests, and the load and
+// pause-and-kill tests, re-execute this binary as their workers, and a
+// worker must never reach the test runner. The command the contract suite
+// runs is the one built from ./cmd/run-experiment, removed at the end.
 func TestMain(m *testing.M) {
-	if point := os.Getenv(pauseEnv); point != "" {
-		sqlitestore.HookInsideTransaction = func(got string) {
-			if got == point {
-				fmt.Printf("{\"paused\":%q}\n", point)
-				_, _ = io.Copy(io.Discard, os.Stdin)
-				os.Exit(3) // never reach COMMIT
-			}
-		}
-	}
-	point, sig := interruptPoint()
-	if point == "scenario" {
-		sqlitestore.HookInsideTransaction = func(op string) {
-			if op == "acquire" {
-				_ = signalProcess(os.Getppid(), sig)
-			}
-		}
-	}
-	if os.Getenv(oneThreadEnv) != "" {
-		runtime.LockOSThread()
-	}
-	// The worker role first: workers inherit the controller's environment,
-	// and must not become controllers in turn.
-	worker.RunIfRequested(drivers...)
-	if dbPath := os.Getenv(controllerEnv); dbPath != "" {
-		os.Exit(playController(dbPath))
-	}
-	if os.Getenv(commandEnv) != "" {
-		sqlitestore.HookInsideTransaction = nil // the workers' hook, not the command's
-		if point == "exploration" {
-			var once sync.Once
-			sqlitestore.HookInsideTransaction = func(string) {
-				once.Do(func() { _ = signalProcess(os.Getpid(), sig) })
-			}
-		}
-		os.Exit(command.Command(drivers...))
-	}
+	worker.Register(backend.SQLite{})
+	roles.Run()
 	code := m.Run()
-	if commandDir != "" {
-		_ = os.RemoveAll(commandDir)
-	}
-	os.Exit(code)
-}
-
-// interruptPoint reads interruptEnv.
-func interruptPoint() (point string, sig syscall.Signal) {
-	point, name, _ := strings.Cut(os.Getenv(interruptEnv), ":")
-	sig = syscall.SIGINT
-	if name == "SIGTERM" {
-		sig = syscall.SIGTERM
-	}
-	return point, sig
-}
-
-// playController starts two workers that wait for commands, pauses the
-// first (worker.Stop, which returns once the kernel reports it stopped),
-// prints their pids, and waits for its own input to end. Killed, it leaves
-// the workers without a controller.
-func playController(dbPath string) int {
-	ctx := context.Background()
-	var pids []any
-	var workers []*worker.Worker
-	for _, name := range []string{"A", "B"} {
-		w, err := worker.Start(ctx, name, worker.Options{Backend: "sqlite", Address: dbPath, GroupOnly: os.Getenv(groupOnlyEnv) != ""})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		pids, workers = append(pids, w.PID()), append(workers, w)
-	}
-	if err := workers[0].Stop(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fmt.Println(pids...)
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	return 0
+	experimenttest.RemoveBuiltCommand()
+	os.Exit(roles.CheckUnused(code))
 }

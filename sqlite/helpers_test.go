@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"testing"
 
 	"leases"
@@ -19,4 +20,15 @@ func lessorOn(t *testing.T, path string, clk clock.Clock) leases.Lessor {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s.Lessor()
+}
+
+// mustAcquire acquires resource for holder at now for ttl ticks, failing
+// t if it cannot.
+func mustAcquire(t *testing.T, a leases.Authority, resource, holder string, now, ttl int64) leases.Lease {
+	t.Helper()
+	lease, err := a.Acquire(context.Background(), resource, holder, now, ttl)
+	if err != nil {
+		t.Fatalf("acquire %s for %s at %d: %v", resource, holder, now, err)
+	}
+	return lease
 }

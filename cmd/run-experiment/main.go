@@ -20,12 +20,16 @@ import (
 
 	"leases/internal/experiment/backend"
 	"leases/internal/experiment/command"
+	"leases/internal/experiment/worker"
 	"leases/internal/roles"
 	"leases/tests/etcdbackend"
 )
 
 func main() {
-	// First: this binary is also every etcd member of its run.
+	drivers := []backend.Driver{backend.SQLite{}, etcdbackend.Backend{}}
+	// First: this binary is also every worker and every etcd member of
+	// its run.
+	worker.Register(drivers...)
 	roles.Run()
-	os.Exit(command.Command(backend.SQLite{}, etcdbackend.Backend{}))
+	os.Exit(command.Command(drivers...))
 }

@@ -59,12 +59,14 @@ func commandKinds() []backend.Driver {
 	return []backend.Driver{driver}
 }
 
-// TestMain lets this binary play an etcd member and the command first
-// (package roles), then a worker of the command's run.
+// TestMain lets this binary play an etcd member, the command, and a
+// worker of the command's run (package roles).
 func TestMain(m *testing.M) {
+	workerRole := worker.Register(commandKinds()...)
 	roles.Run()
-	worker.RunIfRequested(commandKinds()...)
-	etcdcluster.MemberRole.MaySkip() // the command's process starts the members, not this one
+	// The command's process starts the members and the workers, not this one.
+	etcdcluster.MemberRole.MaySkip()
+	workerRole.MaySkip()
 	os.Exit(roles.CheckUnused(m.Run()))
 }
 

@@ -21,7 +21,6 @@ import (
 	"leases/internal/experiment/report"
 	"leases/internal/experiment/results"
 	"leases/internal/experiment/scenario"
-	"leases/internal/experiment/worker"
 )
 
 // Exit statuses of the command.
@@ -54,14 +53,13 @@ Exit status: 0 match, 1 mismatch, 2 usage error or bad file,
 
 // Command is the whole of cmd/run-experiment, for its main and for a test
 // binary that plays the command, with the backends the binary knows: it
-// turns the process into a worker when it was started as one (the command
-// re-executes itself as its workers);
-// otherwise it runs Main on the process's arguments, with SIGINT and
-// SIGTERM cancelling the run, so that an interrupted run still kills its
-// workers and removes its temporary directories. It returns the exit
-// status.
+// runs Main on the process's arguments, with SIGINT and SIGTERM cancelling
+// the run, so that an interrupted run still kills its workers and removes
+// its temporary directories. It returns the exit status. The command
+// re-executes itself as its workers: the binary registers the worker role
+// (worker.Register, with the same backends) and calls roles.Run before
+// Command.
 func Command(drivers ...backend.Driver) int {
-	worker.RunIfRequested(drivers...)
 	ctx, stop := cancelOnSignal(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return Main(ctx, drivers, os.Args[1:], os.Stdout, os.Stderr)

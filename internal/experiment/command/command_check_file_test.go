@@ -12,8 +12,7 @@ import (
 // A file nested deep enough to overflow the stack was a crash of the whole
 // command before parseJSON had a depth limit. --output names a missing
 // directory, the next thing the command checks: a file wrongly accepted
-// fails there, at once, rather than starting workers, which this
-// package's test binary cannot play.
+// fails there, at once, rather than starting workers.
 func TestCommandRefusesMalformedCheckFile(t *testing.T) {
 	deep := 5_000_000 // 10 MB of brackets: past the 1 GB stack without the limit
 	cases := []struct{ name, content string }{

@@ -1,14 +1,12 @@
 package command
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -49,7 +47,7 @@ type floors struct {
 func measureFloors(ctx context.Context) (floors, error) {
 	var f floors
 	var err error
-	if f.reexec, err = average(8, func() error { return bareReexec(ctx) }); err != nil {
+	if f.reexec, err = average(8, func() error { return worker.Bare(ctx) }); err != nil {
 		return f, fmt.Errorf("re-exec floor: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "leases-floors-")
@@ -108,28 +106,6 @@ func bareTransaction(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) er
 		return errors.Join(err, tx.Rollback())
 	}
 	return tx.Commit()
-}
-
-func bareReexec(ctx context.Context) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), worker.EchoEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	_, readErr := bufio.NewReader(stdout).ReadString('\n')
-	return errors.Join(readErr, stdin.Close(), cmd.Wait())
 }
 
 // fileTransactions counts a scenario's transactions on its file, from its

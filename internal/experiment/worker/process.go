@@ -51,8 +51,8 @@ type Options struct {
 }
 
 // Start re-executes this binary in the worker role, named name, and waits,
-// bounded by ctx, for it to announce its pid. The binary must call
-// RunIfRequested first thing.
+// bounded by ctx, for it to announce its pid. The binary must have
+// registered the role (Register) and called roles.Run.
 func Start(ctx context.Context, name string, opts Options) (*Worker, error) {
 	w, err := start(ctx, name, opts)
 	if err != nil {
@@ -62,9 +62,13 @@ func Start(ctx context.Context, name string, opts Options) (*Worker, error) {
 }
 
 func start(ctx context.Context, name string, opts Options) (*Worker, error) {
-	exe, err := os.Executable()
+	r, err := registered()
 	if err != nil {
-		return nil, fmt.Errorf("find own executable: %w", err)
+		return nil, err
+	}
+	cmd, err := r.Command(opts.Backend, opts.Address)
+	if err != nil {
+		return nil, err
 	}
 	// Plain pipes rather than cmd.StdoutPipe: Wait must not close the
 	// reader while the reader goroutine still uses it.
@@ -77,8 +81,8 @@ func start(ctx context.Context, name string, opts Options) (*Worker, error) {
 		return nil, errors.Join(err, childIn.Close(), stdin.Close())
 	}
 	w := &Worker{name: name, stdin: stdin, replies: make(chan replyLine, 1), exited: make(chan struct{})}
-	w.cmd = exec.Command(exe)
-	w.cmd.Env = append(append(os.Environ(), opts.Env...), backendEnv+"="+opts.Backend, addressEnv+"="+opts.Address)
+	w.cmd = cmd
+	w.cmd.Env = append(w.cmd.Env, opts.Env...)
 	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = childIn, childOut, &w.stderr
 	// A worker exits when its input ends; one stopped with SIGSTOP cannot
 	// see that, and the system must end it when its controller dies.

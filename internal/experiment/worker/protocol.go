@@ -10,14 +10,6 @@ import (
 	"leases/sqlite"
 )
 
-// The environment of a worker process: the backend it opens a store on,
-// and the sandbox's address. Their presence selects the worker role when the
-// program re-executes itself.
-const (
-	backendEnv = "LEASES_WORKER_BACKEND"
-	addressEnv = "LEASES_WORKER_SPEC"
-)
-
 // Operations a controller can ask of a worker, one JSON line each.
 const (
 	opAcquire      = "acquire"

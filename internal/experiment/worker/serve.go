@@ -16,20 +16,6 @@ import (
 	"leases/session"
 )
 
-// RunIfRequested turns this process into a worker and exits, when the
-// controller started it as one; otherwise it returns at once. Call it
-// first thing in main and in TestMain, with every backend the controller
-// may name: the command and the test binaries re-execute themselves to
-// play the worker role.
-func RunIfRequested(drivers ...backend.Driver) {
-	runEchoIfRequested()
-	name, ok := os.LookupEnv(backendEnv)
-	if !ok {
-		return
-	}
-	os.Exit(run(context.Background(), drivers, name, os.Getenv(addressEnv), os.Stdin, os.Stdout, os.Stderr))
-}
-
 // run serves as a worker and returns its exit status. A worker that exits
 // early says why as its last line on stderr, which the controller quotes
 // when it reports the worker's end.

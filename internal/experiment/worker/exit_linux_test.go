@@ -1,4 +1,4 @@
-package leases_test
+package worker_test
 
 import (
 	"errors"

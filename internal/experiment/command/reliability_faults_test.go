@@ -1,4 +1,4 @@
-package leases_test
+package command_test
 
 // System calls of the command made to fail, with strace, and a temporary
 // file system that is full: whatever fails, the command ends with exit 3
@@ -31,6 +31,7 @@ import (
 	"testing"
 
 	"leases/internal/experiment/command"
+	"leases/internal/experiment/experimenttest"
 )
 
 // faultsEnv set to "all" runs every case; by default only the cases that
@@ -210,7 +211,7 @@ func straceOrSkip(t *testing.T) string {
 // write too. Its SQLite section is results.json's, byte for byte.
 func cleanSQLiteRun(t *testing.T) []byte {
 	t.Helper()
-	skipWithoutStop(t)
+	experimenttest.SkipWithoutStop(t)
 	out := filepath.Join(t.TempDir(), "clean.json")
 	if got := (commandProcess{}).run(t, "--output", out); got.code != command.ExitMatch {
 		t.Fatalf("the clean run: exit %d; stderr:\n%s", got.code, got.stderr)
@@ -222,7 +223,7 @@ func cleanSQLiteRun(t *testing.T) []byte {
 	var ours, committed struct {
 		Backends []json.RawMessage `json:"backends"`
 	}
-	if err := errors.Join(json.Unmarshal(clean, &ours), json.Unmarshal(committedResults(t), &committed)); err != nil {
+	if err := errors.Join(json.Unmarshal(clean, &ours), json.Unmarshal(experimenttest.CommittedResults(t), &committed)); err != nil {
 		t.Fatal(err)
 	}
 	if len(ours.Backends) != 1 || len(committed.Backends) == 0 || !bytes.Equal(ours.Backends[0], committed.Backends[0]) {

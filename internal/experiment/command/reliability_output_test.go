@@ -1,6 +1,6 @@
 //go:build unix
 
-package leases_test
+package command_test
 
 // Where the command's --output may point: standard output, a FIFO, a
 // device, a link. A file that is not a regular file is written in place and
@@ -14,12 +14,15 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"leases/internal/experiment/experimenttest"
+	"leases/internal/testctx"
 )
 
 func TestCommandOutputOntoSpecialFiles(t *testing.T) {
-	skipWithoutStop(t)
+	experimenttest.SkipWithoutStop(t)
 	t.Chdir(t.TempDir()) // a "-" taken for a file name would land here
-	code, want, stderr := runCommand(t, append(smallBounds, "--output", "-")...)
+	code, want, stderr := experimenttest.RunCommand(t, append(experimenttest.SmallBounds, "--output", "-")...)
 	if code != 0 || want == "" {
 		t.Fatalf("--output -: exit %d, %d bytes on stdout; stderr:\n%s", code, len(want), stderr)
 	}
@@ -44,7 +47,7 @@ func TestCommandOutputOntoSpecialFiles(t *testing.T) {
 			data, err := os.ReadFile(fifo) // waits for a writer, reads to its end
 			read <- result{data, err}
 		}()
-		code, _, stderr := runCommand(t, append(smallBounds, "--output", fifo)...)
+		code, _, stderr := experimenttest.RunCommand(t, append(experimenttest.SmallBounds, "--output", fifo)...)
 		// A command that never opened the FIFO leaves the reader waiting
 		// for a writer: be that writer, with nothing to say.
 		if w, err := os.OpenFile(sameFIFO, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
@@ -53,7 +56,7 @@ func TestCommandOutputOntoSpecialFiles(t *testing.T) {
 		var got result
 		select {
 		case got = <-read:
-		case <-testContext(t).Done():
+		case <-testctx.Context(t).Done():
 			t.Fatal("the FIFO's reader never finished")
 		}
 		if code != 0 {
@@ -85,7 +88,7 @@ func TestCommandOutputOntoSpecialFiles(t *testing.T) {
 		} else {
 			_ = f.Close()
 		}
-		code, _, stderr := runCommand(t, append(smallBounds, "--output", dev)...)
+		code, _, stderr := experimenttest.RunCommand(t, append(experimenttest.SmallBounds, "--output", dev)...)
 		if code != 0 {
 			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 		}
@@ -97,12 +100,12 @@ func TestCommandOutputOntoSpecialFiles(t *testing.T) {
 
 	t.Run("a link to a regular file, still a link afterwards", func(t *testing.T) {
 		dir := t.TempDir()
-		writeFile(t, dir, "target.json", "old")
+		experimenttest.WriteFile(t, dir, "target.json", "old")
 		link := filepath.Join(dir, "link.json")
 		if err := os.Symlink("target.json", link); err != nil {
 			t.Fatal(err)
 		}
-		code, _, stderr := runCommand(t, append(smallBounds, "--output", link)...)
+		code, _, stderr := experimenttest.RunCommand(t, append(experimenttest.SmallBounds, "--output", link)...)
 		if code != 0 {
 			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 		}
@@ -123,7 +126,7 @@ func TestCommandOutputOntoSpecialFiles(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(stale), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if code, _, stderr := runCommand(t, append(smallBounds, "--output", "-", "--docs", dir)...); code != 0 || !strings.Contains(stderr, "redrew README.md") {
+		if code, _, stderr := experimenttest.RunCommand(t, append(experimenttest.SmallBounds, "--output", "-", "--docs", dir)...); code != 0 || !strings.Contains(stderr, "redrew README.md") {
 			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 		}
 		if got, err := os.ReadFile(filepath.Join(dir, "README.md")); err != nil || strings.Contains(string(got), "stale") || !strings.Contains(string(got), "| scenario | backends |") {
@@ -134,7 +137,7 @@ func TestCommandOutputOntoSpecialFiles(t *testing.T) {
 		if err := errors.Join(os.Mkdir(docs, 0o755), syscall.Mkfifo(fifo, 0o600), os.Symlink("../README.md", link)); err != nil {
 			t.Fatal(err)
 		}
-		code, _, stderr := runCommand(t, append(smallBounds, "--output", "-", "--docs", dir)...)
+		code, _, stderr := experimenttest.RunCommand(t, append(experimenttest.SmallBounds, "--output", "-", "--docs", dir)...)
 		if code == 0 {
 			t.Fatalf("exit 0 drawing documents that are a FIFO and a link; stderr:\n%s", stderr)
 		}

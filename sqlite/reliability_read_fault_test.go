@@ -1,4 +1,4 @@
-package leases_test
+package sqlite_test
 
 // A read that fails inside an operation is a failure, never "not found".
 // Not among the contract's 17 tests.
@@ -11,7 +11,10 @@ import (
 	"leases"
 	"leases/internal/contract"
 	"leases/internal/experiment/backend"
+	"leases/internal/experiment/experimenttest"
 	"leases/internal/experiment/worker"
+	"leases/internal/sqlitetest"
+	"leases/internal/testctx"
 )
 
 // Each operation reads its row first. If that read failed and were taken
@@ -57,24 +60,24 @@ func TestFailedReadIsNotNotFound(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testContext(t)
-			path := tempDBPath(t)
-			store := openStore(t, path)
+			ctx := testctx.Context(t)
+			path := sqlitetest.Path(t)
+			store := sqlitetest.Open(t, path)
 			auth, fenced := store.Authority(), store.Receiver(leases.Fenced)
 			held := mustAcquire(t, auth, "r", "A", 5, 10)
 			contract.MustWrite(t, fenced, "r", held.Epoch, "v1")
-			w := startWorker(t, ctx, "W", path, oneThreadEnv+"=1")
+			w := experimenttest.StartWorker(t, ctx, "W", path, oneThreadEnv+"=1")
 			if _, _, err := w.Read(ctx, backend.Fenced, "r"); err != nil { // warms its cache
 				t.Fatal(err)
 			}
 			tc.change(t, auth, fenced, held)
-			before := dumpTables(t, path)
+			before := sqlitetest.Dump(t, path)
 			attachStrace(t, ctx, w.PID(), "-P", path, "-P", path+"-wal", "-e", "trace=pread64", "-e", "inject=pread64:error=EIO:when=2")
 			err := tc.act(ctx, w)
 			if err == nil || !strings.Contains(err.Error(), tc.read+": ") {
 				t.Fatalf("%s with its row's read failing: %v; want the error of %q", tc.name, err, tc.read)
 			}
-			if after := dumpTables(t, path); after != before {
+			if after := sqlitetest.Dump(t, path); after != before {
 				t.Fatalf("the failed %s changed the database:\n%s\nbecame\n%s", tc.name, before, after)
 			}
 		})

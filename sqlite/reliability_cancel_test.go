@@ -1,4 +1,4 @@
-package leases_test
+package sqlite_test
 
 // Calls whose context ends at a random moment. Not among the contract's
 // 17 tests.
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"leases"
+	"leases/internal/sqlitetest"
 	"leases/sqlite"
 )
 
@@ -25,7 +26,7 @@ import (
 // is reopened. Nothing is granted twice, and no epoch is skipped unless an
 // unknown outcome may have consumed it.
 func TestCancelledCallsSayWhy(t *testing.T) {
-	path := tempDBPath(t)
+	path := sqlitetest.Path(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	type tally struct {
@@ -34,13 +35,13 @@ func TestCancelledCallsSayWhy(t *testing.T) {
 	}
 	// Calls hold mu for reading; reopening the store holds it for writing.
 	var mu sync.RWMutex
-	store := openStore(t, path)
+	store := sqlitetest.Open(t, path)
 	reopen := func(failed *sqlite.Store) {
 		mu.Lock()
 		defer mu.Unlock()
 		if store == failed {
 			_ = store.Close()
-			store = openStore(t, path)
+			store = sqlitetest.Open(t, path)
 		}
 	}
 	tallies := make([]tally, 2)
@@ -74,7 +75,7 @@ func TestCancelledCallsSayWhy(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	final := openStore(t, path).Authority()
+	final := sqlitetest.Open(t, path).Authority()
 	for g, tl := range tallies {
 		resource := []string{"r0", "r1"}[g]
 		t.Logf("%s: %d granted, %d cancelled before commit, %d unknown", resource, len(tl.granted), tl.cancelled, tl.uncertain)
@@ -97,7 +98,7 @@ func TestCancelledCallsSayWhy(t *testing.T) {
 // connection is the database, and a second connection would be a second,
 // empty one.
 func TestInMemoryStoreIsOneDatabaseForEveryGoroutine(t *testing.T) {
-	store := openStore(t, ":memory:")
+	store := sqlitetest.Open(t, ":memory:")
 	auth := store.Authority()
 	var mu sync.Mutex
 	var epochs []int64

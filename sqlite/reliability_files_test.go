@@ -1,4 +1,4 @@
-package leases_test
+package sqlite_test
 
 // The database's files changed under an open store: deleted or replaced.
 // Not among the contract's 17 tests.
@@ -12,6 +12,9 @@ import (
 
 	"leases"
 	"leases/internal/experiment/backend"
+	"leases/internal/experiment/experimenttest"
+	"leases/internal/sqlitetest"
+	"leases/internal/testctx"
 	"leases/sqlite"
 )
 
@@ -50,9 +53,9 @@ func TestLogDeletedOrReplacedUnderAnOpenStore(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testContext(t)
-			path := tempDBPath(t)
-			holder := startWorker(t, ctx, "A", path)
+			ctx := testctx.Context(t)
+			path := sqlitetest.Path(t)
+			holder := experimenttest.StartWorker(t, ctx, "A", path)
 			lease, err := holder.Acquire(ctx, "r", 0, 3)
 			if err != nil {
 				t.Fatal(err)

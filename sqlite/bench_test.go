@@ -1,4 +1,4 @@
-package leases_test
+package sqlite_test
 
 // Benchmarks of the SQLite backend's operations, on a file in WAL mode and
 // in memory, each next to its floor: the same driver and settings running
@@ -8,7 +8,7 @@ package leases_test
 // both means and their ratio (x-floor). In memory, no fsync hides the
 // library's own CPU cost.
 //
-//	go test -run '^$' -bench Operations -count 5 .
+//	go test -run '^$' -bench Operations -count 5 ./sqlite/
 
 import (
 	"context"

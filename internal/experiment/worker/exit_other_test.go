@@ -1,6 +1,6 @@
 //go:build !linux && !darwin
 
-package leases_test
+package worker_test
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package leases_test
+package command_test
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"leases/internal/testctx"
 )
 
 // commandExit is how a run of the command as a child process ended.
@@ -16,7 +18,7 @@ type commandExit struct {
 }
 
 // commandProcess is how to run this test binary as the command
-// run-experiment (see commandEnv), in a process of its own.
+// run-experiment (see commandRole), in a process of its own.
 type commandProcess struct {
 	wrapper []string // words in front of the command: strace and its options
 	env     []string // KEY=value entries added to its environment
@@ -28,13 +30,12 @@ type commandProcess struct {
 // in its TMPDIR.
 func (p commandProcess) run(t *testing.T, args ...string) commandExit {
 	t.Helper()
-	ctx := testContext(t)
-	exe, err := os.Executable()
+	ctx := testctx.Context(t)
+	role, err := commandRole.Command(append([]string{"--timeout", testctx.Bound(t).String()}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args = append([]string{"--timeout", hangBound(t).String()}, args...)
-	argv := append(append(append([]string(nil), p.wrapper...), exe), args...)
+	argv := append(append([]string(nil), p.wrapper...), role.Args...)
 	tmp := p.tmpDir
 	if tmp == "" {
 		tmp = t.TempDir()
@@ -48,7 +49,7 @@ func (p commandProcess) run(t *testing.T, args ...string) commandExit {
 	defer allGone.Close()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(append(os.Environ(), commandEnv+"=1", "TMPDIR="+tmp), p.env...)
+	cmd.Env = append(append(role.Env, "TMPDIR="+tmp), p.env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.ExtraFiles = []*os.File{heldByEveryone} // not close-on-exec: every descendant inherits it
 	// A hung run is ended whole (see inOwnProcessGroup).

@@ -1,4 +1,4 @@
-package leases_test
+package command_test
 
 import (
 	"syscall"

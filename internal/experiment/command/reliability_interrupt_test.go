@@ -1,4 +1,4 @@
-package leases_test
+package command_test
 
 // The command interrupted by a signal: one line naming the signal, exit 3,
 // no worker and no temporary directory left, nothing written. Not among
@@ -11,10 +11,11 @@ import (
 	"testing"
 
 	"leases/internal/experiment/command"
+	"leases/internal/experiment/experimenttest"
 )
 
 func TestInterruptedCommand(t *testing.T) {
-	skipWithoutStop(t)
+	experimenttest.SkipWithoutStop(t)
 	cases := []struct{ at, want string }{
 		// A worker signals the command from inside its first
 		// transaction, while the command waits for its reply.

@@ -1,17 +1,11 @@
 //go:build unix
 
-package leases_test
+package command_test
 
 import (
-	"errors"
 	"os/exec"
 	"syscall"
 )
-
-// processGone reports whether no process with pid exists any more.
-func processGone(pid int) bool {
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
 
 // inOwnProcessGroup starts cmd in a process group of its own, and has its
 // context's end kill the whole group: the command and strace in front of
@@ -26,6 +20,3 @@ func inOwnProcessGroup(cmd *exec.Cmd) {
 func killProcessGroup(cmd *exec.Cmd) error {
 	return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
-
-// mkfifo makes a FIFO at path.
-func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }

@@ -1,4 +1,4 @@
-package leases_test
+package sqlite_test
 
 import (
 	"os"

@@ -1,24 +1,22 @@
-package leases_test
+package sqlite_test
 
 // Reliability under faults: processes killed mid-transaction or
 // mid-tenure, a controller killed under its workers, a database file that
 // disappears or turns read-only. Not among the contract's 17 tests.
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"io"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"leases"
 	"leases/internal/contract"
+	"leases/internal/experiment/experimenttest"
 	"leases/internal/experiment/worker"
+	"leases/internal/sqlitetest"
 	"leases/internal/testctx"
 	"leases/sqlite"
 )
@@ -32,36 +30,36 @@ func TestKilledInsideATransaction(t *testing.T) {
 		act   func(*worker.Worker) error
 	}{
 		{"acquire-written", func(w *worker.Worker) error {
-			_, err := w.Acquire(testContext(t), "r", 2, 2)
+			_, err := w.Acquire(testctx.Context(t), "r", 2, 2)
 			return err
 		}},
 		{"write-written", func(w *worker.Worker) error {
-			_, err := w.Write(testContext(t), leases.Fenced, "r", 2, "v2")
+			_, err := w.Write(testctx.Context(t), leases.Fenced, "r", 2, "v2")
 			return err
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.point, func(t *testing.T) {
-			ctx := testContext(t)
-			path := tempDBPath(t)
-			store := openStore(t, path)
+			ctx := testctx.Context(t)
+			path := sqlitetest.Path(t)
+			store := sqlitetest.Open(t, path)
 			mustAcquire(t, store.Authority(), "r", "A", 0, 2)
 			contract.MustWrite(t, store.Receiver(leases.Fenced), "r", 1, "v1")
-			before := dumpTables(t, path)
+			before := sqlitetest.Dump(t, path)
 
-			victim := startWorker(t, ctx, "V", path, pauseEnv+"="+tc.point)
+			victim := experimenttest.StartWorker(t, ctx, "V", path, pauseEnv+"="+tc.point)
 			if err := tc.act(victim); !errors.Is(err, worker.ErrPausedInsideTransaction) {
 				t.Fatalf("victim: %v; want it paused inside its transaction", err)
 			}
 			victim.Kill() // SIGKILL, with the write lock held
-			if !processGone(victim.PID()) {
+			if !experimenttest.ProcessGone(victim.PID()) {
 				t.Fatalf("victim %d still exists", victim.PID())
 			}
-			if after := dumpTables(t, path); after != before {
+			if after := sqlitetest.Dump(t, path); after != before {
 				t.Fatalf("the killed transaction left a trace:\n%s\nbecame\n%s", before, after)
 			}
 
-			next := startWorker(t, ctx, "N", path)
+			next := experimenttest.StartWorker(t, ctx, "N", path)
 			start := time.Now()
 			if err := tc.act(next); err != nil {
 				t.Fatalf("the next process: %v", err)
@@ -80,16 +78,16 @@ func TestKilledInsideATransaction(t *testing.T) {
 // its expiry tick, the next holder gets a higher epoch, and the receiver
 // never sees the dead holder's epoch.
 func TestHolderKilledBeforeWriting(t *testing.T) {
-	ctx := testContext(t)
-	path := tempDBPath(t)
-	store := openStore(t, path)
-	dead := startWorker(t, ctx, "A", path)
+	ctx := testctx.Context(t)
+	path := sqlitetest.Path(t)
+	store := sqlitetest.Open(t, path)
+	dead := experimenttest.StartWorker(t, ctx, "A", path)
 	if lease, err := dead.Acquire(ctx, "r", 0, 3); err != nil || lease.Epoch != 1 {
 		t.Fatalf("A's acquire: %+v, %v", lease, err)
 	}
 	dead.Kill()
 
-	next := startWorker(t, ctx, "B", path)
+	next := experimenttest.StartWorker(t, ctx, "B", path)
 	if _, err := next.Acquire(ctx, "r", 2, 3); !errors.Is(err, leases.ErrLeaseHeld) || !strings.Contains(err.Error(), `"A" until tick 3`) {
 		t.Fatalf("acquire before the dead holder's expiry: %v; want it held by A until tick 3", err)
 	}
@@ -105,109 +103,13 @@ func TestHolderKilledBeforeWriting(t *testing.T) {
 	}
 }
 
-// The controller killed while its workers wait for commands: every worker
-// exits (its stdin reaches end-of-file, or, for one paused with SIGSTOP,
-// the system ends it), and none is left behind. A paused worker is ended
-// by the kernel's parent-death signal, which only Linux has, and by the
-// hang-up that every Unix sends to a stopped process group orphaned by its
-// controller's death; the second subtest shows the group alone suffices,
-// as it must on macOS.
-func TestControllerKilledLeavesNoWorker(t *testing.T) {
-	skipWithoutStop(t)
-	t.Run("every defence of this system", func(t *testing.T) { killControllerUnderWorkers(t) })
-	t.Run("the process group alone, as on macOS", func(t *testing.T) {
-		killControllerUnderWorkers(t, groupOnlyEnv+"=1")
-	})
-}
-
-// killControllerUnderWorkers starts a controller (this binary in the
-// controller role, with env added to its environment) that starts two
-// workers and pauses one of them, kills the controller, and fails t
-// unless both workers exit.
-func killControllerUnderWorkers(t *testing.T, env ...string) {
-	ctx := testContext(t)
-	path := tempDBPath(t)
-	openStore(t, path)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Every process that inherits allGone's write end holds it open; its
-	// read end reaches end-of-file only once all of them have exited.
-	allGone, heldByEveryone, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer allGone.Close()
-	controller := exec.CommandContext(ctx, exe)
-	controller.Env = append(append(os.Environ(), controllerEnv+"="+path), env...)
-	controller.ExtraFiles = []*os.File{heldByEveryone} // not close-on-exec: the workers inherit it too
-	out, err := controller.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	controllerIn, err := controller.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer controllerIn.Close()
-	if err := controller.Start(); err != nil {
-		t.Fatal(err)
-	}
-	heldByEveryone.Close()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("controller said %q: %v", line, err)
-	}
-	var pids []int
-	for _, field := range strings.Fields(line) {
-		pid, err := strconv.Atoi(field)
-		if err != nil {
-			t.Fatalf("controller said %q", line)
-		}
-		pids = append(pids, pid)
-	}
-	t.Cleanup(func() {
-		// Only when the test has failed: end the workers it waited for in vain.
-		for _, pid := range pids {
-			if waitForExit(pid, time.Now()) != nil {
-				_ = signalProcess(pid, os.Kill)
-			}
-		}
-	})
-
-	// The first worker is paused, and has stopped, by the time the
-	// controller says the pids: a stopped process cannot read the end of
-	// its input, and only the system can end it. (Stopped, not only sent
-	// SIGSTOP: the kernel hangs up a group orphaned with a member stopped,
-	// not one still on its way to stopping.)
-	if err := controller.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = controller.Wait()
-	deadline, _ := testctx.Deadline(t) // none: the zero time, no bound
-	if err := allGone.SetReadDeadline(deadline); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := allGone.Read(make([]byte, 1)); n != 0 || !errors.Is(err, os.ErrClosed) && !errors.Is(err, io.EOF) {
-		t.Fatalf("waiting for the workers to exit: %d bytes, %v", n, err)
-	}
-	// Closing its files is one of the last things an exiting process does,
-	// not the last: wait for each worker's whole exit (waitForExit).
-	for _, pid := range pids {
-		if err := waitForExit(pid, deadline); err != nil {
-			t.Errorf("worker %d outlived its controller: %v", pid, err)
-		}
-	}
-}
-
 // The database file deleted between steps: the next operation fails with
 // ErrDatabaseMoved instead of writing to a file nobody will see again.
 func TestDatabaseDeletedBetweenSteps(t *testing.T) {
-	ctx := testContext(t)
-	path := tempDBPath(t)
-	openStore(t, path)
-	w := startWorker(t, ctx, "A", path)
+	ctx := testctx.Context(t)
+	path := sqlitetest.Path(t)
+	sqlitetest.Open(t, path)
+	w := experimenttest.StartWorker(t, ctx, "A", path)
 	lease, err := w.Acquire(ctx, "r", 0, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +138,7 @@ func TestDatabaseDeletedBetweenSteps(t *testing.T) {
 func TestRelativePathSurvivesChdir(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	store := openStore(t, "relative.db")
+	store := sqlitetest.Open(t, "relative.db")
 	t.Chdir(t.TempDir())
 	if _, err := store.Authority().Acquire(context.Background(), "r", "A", 0, 1); err != nil {
 		t.Fatalf("acquire after a change of directory: %v", err)
@@ -248,22 +150,22 @@ func TestRelativePathSurvivesChdir(t *testing.T) {
 // that opened it before keeps writing: the operating system checks
 // permissions when a file is opened, and the writes go to the WAL.
 func TestDatabaseMadeReadOnly(t *testing.T) {
-	ctx := testContext(t)
-	path := tempDBPath(t)
-	store := openStore(t, path)
+	ctx := testctx.Context(t)
+	path := sqlitetest.Path(t)
+	store := sqlitetest.Open(t, path)
 	mustAcquire(t, store.Authority(), "r", "A", 0, 3)
 	if err := store.Close(); err != nil { // checkpoints the WAL into the file
 		t.Fatal(err)
 	}
-	earlier := startWorker(t, ctx, "A", path) // opens it while writable
-	before := dumpTables(t, path)
+	earlier := experimenttest.StartWorker(t, ctx, "A", path) // opens it while writable
+	before := sqlitetest.Dump(t, path)
 	makeReadOnly(t, path)
 
 	_, err := worker.Start(ctx, "B", worker.Options{Backend: "sqlite", Address: path})
 	if err == nil || !strings.Contains(err.Error(), "not writable") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("starting a worker on a read-only file: %v; want one line saying it is not writable", err)
 	}
-	if after := dumpTables(t, path); after != before {
+	if after := sqlitetest.Dump(t, path); after != before {
 		t.Fatalf("the failed start changed the file:\n%s\nbecame\n%s", before, after)
 	}
 	if lease, err := earlier.Acquire(ctx, "r", 3, 3); err != nil || lease.Epoch != 2 {

@@ -1,4 +1,4 @@
-package leases_test
+package sqlite_test
 
 // Commits that fail: an error after COMMIT was sent is an unknown outcome,
 // not "nothing changed". Not among the contract's 17 tests.
@@ -15,7 +15,10 @@ import (
 	"leases"
 	"leases/internal/contract"
 	"leases/internal/experiment/backend"
+	"leases/internal/experiment/experimenttest"
 	"leases/internal/experiment/worker"
+	"leases/internal/sqlitetest"
+	"leases/internal/testctx"
 	"leases/sqlite"
 )
 
@@ -57,19 +60,19 @@ func TestFailedCommitIsAnUnknownOutcome(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testContext(t)
-			path := tempDBPath(t)
-			if err := openStore(t, path).Close(); err != nil { // creates the tables; the log is gone again
+			ctx := testctx.Context(t)
+			path := sqlitetest.Path(t)
+			if err := sqlitetest.Open(t, path).Close(); err != nil { // creates the tables; the log is gone again
 				t.Fatal(err)
 			}
 			// The keeper holds the file open with a change in the log, so
 			// that the victim's commit appends to a log that exists: its
 			// first fsync of the log is then the commit's.
-			keeper := startWorker(t, ctx, "K", path)
+			keeper := experimenttest.StartWorker(t, ctx, "K", path)
 			if got, err := keeper.Write(ctx, leases.Fenced, "r", 1, "v1"); err != nil || got.Outcome != leases.Accepted {
 				t.Fatalf("keeper's write: %+v, %v", got, err)
 			}
-			victim := startWorker(t, ctx, "V", path)
+			victim := experimenttest.StartWorker(t, ctx, "V", path)
 			attachStrace(t, ctx, victim.PID(), "-P", path+"-wal", "-e", "trace=fsync", "-e", "inject=fsync:error=EIO")
 
 			err := tc.act(ctx, victim)
@@ -82,7 +85,7 @@ func TestFailedCommitIsAnUnknownOutcome(t *testing.T) {
 			// Both die without closing the file, as a crashed process does.
 			keeper.Kill()
 			victim.Kill()
-			after := openStore(t, path)
+			after := sqlitetest.Open(t, path)
 			tc.took(t, after)
 			if check, err := after.IntegrityCheck(ctx); err != nil || check != "ok" {
 				t.Fatalf("integrity_check: %q, %v", check, err)
