@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/experiment/command"
+	"leases/internal/sqlitestore"
 	"leases/sqlite"
 )
 
@@ -125,12 +125,12 @@ func bareUpsert(b *testing.B, inMemory bool) func(i int64) error {
 	if !inMemory {
 		path = filepath.Join(b.TempDir(), "bare.db")
 	}
-	db, err := command.OpenBareDB(path)
+	db, err := sqlitestore.OpenFloor(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = db.Close() })
-	upsert, err := db.Prepare(command.BareUpsert)
+	upsert, err := db.Prepare(sqlitestore.FloorUpsert)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"leases"
 )
@@ -88,6 +89,19 @@ type Deployment interface {
 type Failing interface {
 	Failed() <-chan struct{}
 	Err() error
+}
+
+// Floored is implemented by drivers that can measure, on this machine,
+// what a run's parts cost at the least on their backend, for the
+// command's --timings: a transaction that commits, one that only reads
+// (each one operation of a scenario), and an explorer's step.
+type Floored interface {
+	Floors(ctx context.Context) (Floors, error)
+}
+
+// Floors are what a backend's transactions cost at the least.
+type Floors struct {
+	Write, Read, Step time.Duration
 }
 
 // StartInTemp starts driver's backend for one run in a temporary

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"leases"
 	"leases/internal/rules"
@@ -104,4 +105,61 @@ func (e sqliteExplorable) UserDB() *sql.DB { return e.s.DB() }
 // LiveIn implements UserTransactions.
 func (e sqliteExplorable) LiveIn(ctx context.Context, tx *sql.Tx, held leases.Lease, now int64) (bool, error) {
 	return e.s.Authority().LiveIn(ctx, tx, held, rules.At(now))
+}
+
+// Floors implements Floored: a bare transaction (BEGIN IMMEDIATE, one
+// statement, COMMIT) with the store's settings, on a file in WAL mode for
+// the scenarios' writes and reads, in memory for the explorer's steps.
+func (SQLite) Floors(ctx context.Context) (Floors, error) {
+	var f Floors
+	dir, err := os.MkdirTemp("", "leases-floors-")
+	if err != nil {
+		return f, err
+	}
+	defer os.RemoveAll(dir)
+	file, err := sqlitestore.OpenFloor(filepath.Join(dir, "floor.db"))
+	if err != nil {
+		return f, err
+	}
+	defer file.Close()
+	memory, err := sqlitestore.OpenFloor(":memory:")
+	if err != nil {
+		return f, err
+	}
+	defer memory.Close()
+	i := 0
+	upsert := func(db *sql.DB) func() error {
+		return func() error {
+			i++
+			return sqlitestore.FloorTransaction(ctx, db, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, sqlitestore.FloorUpsert, "k", i)
+				return err
+			})
+		}
+	}
+	read := func() error {
+		return sqlitestore.FloorTransaction(ctx, file, func(tx *sql.Tx) error {
+			var v int
+			return tx.QueryRowContext(ctx, sqlitestore.FloorRead, "k").Scan(&v)
+		})
+	}
+	if f.Write, err = Average(64, upsert(file)); err != nil {
+		return f, err
+	}
+	if f.Read, err = Average(64, read); err != nil {
+		return f, err
+	}
+	f.Step, err = Average(2000, upsert(memory))
+	return f, err
+}
+
+// Average is the mean time of n calls of fn.
+func Average(n int, fn func() error) (time.Duration, error) {
+	start := time.Now()
+	for range n {
+		if err := fn(); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start) / time.Duration(n), nil
 }

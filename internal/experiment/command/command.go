@@ -115,7 +115,7 @@ func Main(ctx context.Context, drivers []backend.Driver, args []string, stdout, 
 	printSummaries(stderr, doc)
 	code := compareResults(stderr, set.check, expected, expectedTree, got)
 	if set.timings {
-		if err := printTimings(ctx, stderr, doc, &stats, time.Since(start)); err != nil {
+		if err := printTimings(ctx, stderr, drivers, doc, &stats, time.Since(start)); err != nil {
 			return failed("timings", err)
 		}
 	}

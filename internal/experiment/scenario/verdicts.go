@@ -129,3 +129,27 @@ func (v Verdicts) Claims() []string {
 	add(v.MembersAgree, "members agree")
 	return claims
 }
+
+// Transactions counts the scenario's transactions on its store, from its
+// steps (every operation of package leases is one transaction): those
+// that commit a change, and those that change nothing (a refusal, a
+// replay, a read, and the controller's read of the receiver after every
+// step).
+func (sc Scenario) Transactions() (writes, reads int) {
+	actors := map[string]bool{}
+	writes = 2 // the controller creates the two tables
+	for _, s := range sc.Steps {
+		actors[s.Actor] = true
+		reads++ // the controller reads the receiver after every step
+		switch {
+		case s.Operation == OpExit:
+		case s.Operation == OpRead, s.Outcome == OutcomeRefused,
+			s.Outcome == string(leases.Replay), s.Outcome == string(leases.Conflict), s.Outcome == string(leases.Stale):
+			reads++
+		default:
+			writes++
+		}
+	}
+	reads += 2*len(actors) + 1 // each worker's open finds the tables there; the final read
+	return writes, reads
+}
