@@ -50,20 +50,35 @@ type Event struct {
 	Err error
 }
 
-// emit logs ev at the level an operator needs and passes it to the hook.
-func (s *Session) emit(ev Event) {
-	level, msg := slog.LevelInfo, "lease granted"
-	switch ev.Kind {
-	case Renewed:
-		level, msg = slog.LevelDebug, "lease renewed"
-	case RenewalFailed:
-		level, msg = slog.LevelWarn, "lease renewal failed"
-	case Ended:
-		level, msg = slog.LevelInfo, "lease session ended"
-		if !s.closing.Load() {
-			level = slog.LevelWarn
-		}
+// report logs what happened at the level an operator needs and passes
+// it to the hook; when neither would see it, it costs nothing more.
+func (s *Session) report(kind EventKind, err error) {
+	level, msg := levelOf(kind, s.closing.Load())
+	if s.set.onEvent == nil && !s.set.log.Enabled(s.values, level) {
+		return
 	}
+	s.emit(s.event(kind, err), level, msg)
+}
+
+// levelOf is the log level and message of an event of kind; the end of a
+// session that was not closed is worth a warning.
+func levelOf(kind EventKind, closing bool) (slog.Level, string) {
+	switch kind {
+	case Renewed:
+		return slog.LevelDebug, "lease renewed"
+	case RenewalFailed:
+		return slog.LevelWarn, "lease renewal failed"
+	case Ended:
+		if !closing {
+			return slog.LevelWarn, "lease session ended"
+		}
+		return slog.LevelInfo, "lease session ended"
+	}
+	return slog.LevelInfo, "lease granted"
+}
+
+// emit logs ev at level, with msg, and passes it to the hook.
+func (s *Session) emit(ev Event, level slog.Level, msg string) {
 	attrs := []slog.Attr{
 		slog.String("resource", ev.Resource), slog.String("holder", ev.Holder),
 		slog.Int64("epoch", ev.Epoch), slog.Time("deadline", ev.Deadline),

@@ -69,7 +69,7 @@ func begin(ctx context.Context, lessor leases.Lessor, set settings, lease leases
 		lease: lease, deadline: sent + set.lifetime,
 	}
 	s.emitting.Lock()
-	s.emit(s.event(Granted, nil))
+	s.report(Granted, nil)
 	s.emitting.Unlock()
 	s.goroutines.Add(2)
 	go s.renew(sent + set.renewEvery)
@@ -242,7 +242,7 @@ func (s *Session) confirm(renewed leases.Lease, sent int64) {
 	s.lease = renewed
 	s.deadline = max(s.deadline, sent+s.set.lifetime)
 	s.mu.Unlock()
-	s.emit(s.event(Renewed, nil))
+	s.report(Renewed, nil)
 }
 
 // failed reports a renewal that failed without ending the session.
@@ -250,7 +250,7 @@ func (s *Session) failed(err error) {
 	s.emitting.Lock()
 	defer s.emitting.Unlock()
 	if s.Err() == nil {
-		s.emit(s.event(RenewalFailed, err))
+		s.report(RenewalFailed, err)
 	}
 }
 
@@ -296,7 +296,7 @@ func (s *Session) end(err error) {
 	s.err = err
 	s.mu.Unlock()
 	s.cancel(err)
-	s.emit(s.event(Ended, err))
+	s.report(Ended, err)
 }
 
 func (s *Session) event(kind EventKind, err error) Event {
