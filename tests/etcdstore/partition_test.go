@@ -20,10 +20,12 @@ import (
 // arrival once it knows it has no leader: a failure before commit that
 // names etcd.ErrNoLeader, never an unknown outcome, for a write as for a
 // read. Until it knows (a leader cut off believes it leads for up to an
-// election timeout), a write waits and is cut by the call's bound: an
-// unknown outcome, since the member appended it to its log. Without
-// clientv3.WithRequireLeader, its write would be a dropped proposal, an
-// unknown outcome, and its read would wait out the call's bound.
+// election timeout), a call waits and is cut by the call's bound: an
+// unknown outcome if the cut came while its write was proposed (the
+// member appended it to its log), a failure before commit if it came in
+// the read that decides. Without clientv3.WithRequireLeader, its write
+// would be a dropped proposal, an unknown outcome, and its read would
+// wait out the call's bound.
 func TestMemberWithoutLeaderRefusesBeforeCommit(t *testing.T) {
 	ctx, c := testContext(t), ownCluster(t)
 	cut, err := c.Leader(ctx)
@@ -53,7 +55,10 @@ func TestMemberWithoutLeaderRefusesBeforeCommit(t *testing.T) {
 			t.Logf("attempt %d: %v", attempt, err)
 			break
 		}
-		if ctx.Err() != nil || !errors.Is(err, leases.ErrOutcomeUnknown) || !errors.Is(err, etcd.ErrCallTimeout) {
+		// Before it knows, the call's bound cuts the call: in the read
+		// that decides (a failure before commit) or in the write it
+		// proposed (an unknown outcome). Either way, never a refusal.
+		if ctx.Err() != nil || !errors.Is(err, etcd.ErrCallTimeout) || leases.IsRefusal(err) {
 			t.Fatalf("renew through a member cut off, attempt %d: %v; want etcd.ErrNoLeader once it knows it has no leader, and before that only the call's bound", attempt, err)
 		}
 	}
