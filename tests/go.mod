@@ -16,6 +16,7 @@ require (
 	leases v0.0.0
 	leases/etcd v0.0.0
 	leases/postgres v0.0.0
+	modernc.org/sqlite v1.62.0
 )
 
 require (
@@ -79,7 +80,6 @@ require (
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.62.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 

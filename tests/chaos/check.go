@@ -29,6 +29,7 @@ func Checks(doneTolerance time.Duration) []Check {
 		{"no Check live at or after the lease's expiry", noLateCheck},
 		{"Done at Deadline in an unstopped process", doneOnTime(doneTolerance)},
 		{"Wait fails only with the caller's context", waitFailsOnlyWithTheCallersContext},
+		{"Wait returns a live session", waitReturnsALiveSession},
 		{"no call refused as invalid input", noInvalidInput},
 	}
 }
@@ -136,33 +137,17 @@ func fenceIsNewestTenure(h *History) []string {
 	return bad
 }
 
-// noStaleRow: once a tenure of epoch e has begun (its Tenure returned),
-// no transaction of an older epoch commits. A row's transaction was about
-// to send COMMIT at its "commit" record; if that came after a newer
-// tenure's return, the row committed after the newer tenure began.
+// noStaleRow: once a tenure of epoch e has begun, no transaction of an
+// older epoch commits. Right after its Tenure returned, each holder read
+// how many rows the resource had (the counter); a row of an older epoch
+// numbered above that count committed after the newer tenure began.
 func noStaleRow(h *History) []string {
-	began := map[string][]*Op{}
-	for _, op := range h.opsOf("tenure", resultOK) {
-		began[op.Call.Resource] = append(began[op.Call.Resource], op)
-	}
-	committing := map[string]*Op{}
-	for _, op := range h.opsOf("tx") {
-		if op.Commit != nil {
-			committing[op.Call.OpID] = op
-		}
-	}
 	var bad []string
-	for _, r := range h.Rows {
-		tx := committing[r.OpID]
-		if tx == nil {
-			bad = append(bad, fmt.Sprintf("row %s#%d (%s) has no transaction that was about to commit it", r.Resource, r.Seq, r.OpID))
-			continue
-		}
-		for _, t := range began[r.Resource] {
-			if t.Call.Epoch > r.Epoch && t.Ret.T < tx.Commit.T {
-				bad = append(bad, fmt.Sprintf("STALE ROW: %s#%d at epoch %d by %s committed %v after the tenure of epoch %d (%s) began",
-					r.Resource, r.Seq, r.Epoch, r.Writer, time.Duration(tx.Commit.T-t.Ret.T), t.Call.Epoch, t.Worker))
-				break
+	for _, read := range h.opsOf("read", resultOK) {
+		for _, r := range h.Rows {
+			if r.Resource == read.Call.Resource && r.Epoch < read.Call.Epoch && r.Seq > read.Ret.Seq {
+				bad = append(bad, fmt.Sprintf("STALE ROW: %s#%d at epoch %d by %s committed after the tenure of epoch %d (%s) began, which found %d rows",
+					r.Resource, r.Seq, r.Epoch, r.Writer, read.Call.Epoch, read.Worker, read.Ret.Seq))
 			}
 		}
 	}
@@ -244,11 +229,17 @@ type Lateness struct {
 	Done    Done
 }
 
-// Latenesses are the Done records' lateness.
+// Latenesses are the Done records' lateness: after the session's
+// Deadline, or after Wait returned it if that was later (a session that
+// ended before Wait returned it is another check's).
 func (h *History) Latenesses() []Lateness {
+	began := map[string]int64{} // by worker, resource and epoch: when Wait returned
+	for _, w := range h.opsOf("wait", resultOK) {
+		began[fmt.Sprint(w.Worker, w.Call.Resource, w.Ret.Lease.Epoch)] = w.Ret.Tick
+	}
 	var got []Lateness
 	for _, d := range h.Dones {
-		late := time.Duration(d.Tick-d.Deadline) * time.Millisecond
+		late := time.Duration(d.Tick-max(d.Deadline, began[fmt.Sprint(d.Worker, d.Resource, d.Epoch)])) * time.Millisecond
 		from := d.T - late.Nanoseconds()
 		stopped := false
 		for _, iv := range h.Stopped[d.Worker] {
@@ -279,6 +270,24 @@ func waitFailsOnlyWithTheCallersContext(h *History) []string {
 	for _, op := range h.opsOf("wait") {
 		if r := op.Result(); r != resultOK && r != resultKilled && (r != resultCanceled || !op.Ret.CtxDone) {
 			bad = append(bad, fmt.Sprintf("%s: Wait for %s failed: %s", op.Worker, op.Call.Resource, op.Ret.Err))
+		}
+	}
+	return bad
+}
+
+// waitReturnsALiveSession: Wait must not return a session whose grant
+// came back after its deadline. The acquire that granted it returned at
+// a tick no later than Wait's last look at the session.
+func waitReturnsALiveSession(h *History) []string {
+	granted := map[string]*Op{}
+	for _, a := range h.opsOf("acquire", resultOK) {
+		granted[fmt.Sprint(a.Worker, a.Call.Resource, a.Ret.Lease.Epoch)] = a
+	}
+	var bad []string
+	for _, w := range h.opsOf("wait", resultOK) {
+		if a := granted[fmt.Sprint(w.Worker, w.Call.Resource, w.Ret.Lease.Epoch)]; a != nil && w.Ret.Deadline <= a.Ret.Tick {
+			bad = append(bad, fmt.Sprintf("%s: Wait returned epoch %d of %s, whose grant came back at tick %d, %d ms after the session's deadline",
+				w.Worker, w.Ret.Lease.Epoch, w.Call.Resource, a.Ret.Tick, a.Ret.Tick-w.Ret.Deadline))
 		}
 	}
 	return bad

@@ -41,7 +41,7 @@ type Config struct {
 	// so that the lease is given away meanwhile.
 	PauseMin, PauseMax time.Duration
 	// The chance of a fault at each announced point.
-	PauseAfterCheck, PauseInTx, KillInTx, PauseInLessor float64
+	PauseAfterCheck, PauseInTx, KillInTx, PauseInLessor, CommitHeld float64
 	// A fault at a random moment comes every RandomMin to RandomMax; it
 	// is a kill with chance RandomKill, a stop otherwise.
 	RandomMin, RandomMax time.Duration
@@ -54,6 +54,7 @@ type Config struct {
 const (
 	faultPauseAfterCheck = "stop after Check"
 	faultPauseInTx       = "stop between the fence and COMMIT"
+	faultCommitHeld      = "COMMIT held past the TTL"
 	faultPauseInLessor   = "stop holding the lessor's write lock"
 	faultPauseRandom     = "stop at a random moment"
 	faultKillInTx        = "kill between the fence and COMMIT"
@@ -68,17 +69,17 @@ type proc struct {
 	stdin        *os.File
 	out          bytes.Buffer // every line it wrote; the reader's until exited
 	stderr       *tail
-	pausedSince  int64  // when it was stopped; 0 while it runs
-	pendingAt    string // a point it announced while stopped
-	parked       bool   // waiting at a point for the answer
+	pausedSince  int64         // when it was stopped; 0 while it runs
+	pendingAt    *chaos.Record // a point it announced while stopped
+	parked       bool          // waiting at a point for the answer
 	killed       bool
 	exited       bool
 }
 
 type (
 	atEvent struct {
-		p     *proc
-		point string
+		p  *proc
+		at chaos.Record
 	}
 	exitEvent struct {
 		p   *proc
@@ -88,6 +89,8 @@ type (
 		p      *proc
 		answer string
 	}
+	// backendEvent ends the stop of a worker's database backend.
+	backendEvent struct{ pid int }
 	randomEvent  struct{}
 	crashEvent   struct{}
 	crashedEvent struct {
@@ -254,7 +257,7 @@ func (c *controller) read(p *proc, stdout *os.File) {
 		p.out.WriteByte('\n')
 		var r chaos.Record
 		if bytes.Contains(lines.Bytes(), []byte(`"k":"at"`)) && json.Unmarshal(lines.Bytes(), &r) == nil {
-			c.events <- atEvent{p, r.Point}
+			c.events <- atEvent{p, r}
 		}
 	}
 	c.events <- exitEvent{p, p.cmd.Wait()}
@@ -279,7 +282,10 @@ func (c *controller) loop(ctx context.Context) {
 		}
 		switch ev := ev.(type) {
 		case atEvent:
-			c.at(ev.p, ev.point)
+			c.at(ev.p, ev.at)
+		case backendEvent:
+			// Gone already, if the server was killed meanwhile.
+			_ = syscall.Kill(ev.pid, syscall.SIGCONT)
 		case resumeEvent:
 			c.resume(ev.p, ev.answer)
 		case exitEvent:
@@ -312,7 +318,7 @@ func (c *controller) loop(ctx context.Context) {
 
 // kinds are the faults of this run.
 func (c *controller) kinds() []string {
-	kinds := []string{faultPauseAfterCheck, faultPauseInTx, faultPauseInLessor, faultPauseRandom, faultKillInTx, faultKillRandom}
+	kinds := []string{faultPauseAfterCheck, faultPauseInTx, faultCommitHeld, faultPauseInLessor, faultPauseRandom, faultKillInTx, faultKillRandom}
 	if c.server != nil {
 		kinds = append(kinds, faultServerCrash)
 	}
@@ -340,15 +346,16 @@ func (c *controller) chance(kind string, p float64) bool {
 }
 
 // at answers a worker that reached point: go on, or a fault there.
-func (c *controller) at(p *proc, point string) {
+func (c *controller) at(p *proc, at chaos.Record) {
 	if p.killed || p.exited {
 		return
 	}
 	if p.pausedSince != 0 {
-		p.pendingAt = point // answered when it continues
+		p.pendingAt = &at // answered when it continues
 		return
 	}
 	p.parked = true
+	point := at.Point
 	switch {
 	case c.stopping:
 		c.answer(p, "stop")
@@ -358,11 +365,29 @@ func (c *controller) at(p *proc, point string) {
 		c.kill(p, faultKillInTx)
 	case point == "fenced" && c.chance(faultPauseInTx, c.cfg.PauseInTx):
 		c.pause(p, faultPauseInTx, "go")
+	case point == "fenced" && at.Pid != 0 && c.chance(faultCommitHeld, c.cfg.CommitHeld):
+		c.holdBackend(p, at.Pid)
+	case point == "committing" && c.chance(faultCommitHeld, c.cfg.CommitHeld):
+		c.pause(p, faultCommitHeld, "go")
 	case point == "lessor-locked" && c.chance(faultPauseInLessor, c.cfg.PauseInLessor):
 		c.pause(p, faultPauseInLessor, "go")
 	default:
 		c.answer(p, "go")
 	}
+}
+
+// holdBackend holds a worker's COMMIT on PostgreSQL: it stops the
+// worker's backend, which holds the transaction's fence row, and lets the
+// worker send COMMIT; the backend continues after a fault's length. The
+// worker itself runs on, and its session ends on time meanwhile.
+func (c *controller) holdBackend(p *proc, pid int) {
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		c.failures = append(c.failures, fmt.Sprintf("stop the backend %d of %s: %v", pid, p.holder, err))
+		return
+	}
+	c.faults[faultCommitHeld]++
+	c.answer(p, "go")
+	time.AfterFunc(c.interval(c.cfg.PauseMin, c.cfg.PauseMax), func() { c.events <- backendEvent{pid} })
 }
 
 func (c *controller) answer(p *proc, answer string) {
@@ -400,9 +425,9 @@ func (c *controller) resume(p *proc, answer string) {
 	}
 	c.stopped[p.holder] = append(c.stopped[p.holder], chaos.Interval{From: p.pausedSince, To: time.Now().UnixNano()})
 	p.pausedSince = 0
-	if point := p.pendingAt; point != "" {
-		p.pendingAt = ""
-		c.at(p, point)
+	if at := p.pendingAt; at != nil {
+		p.pendingAt = nil
+		c.at(p, *at)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -126,6 +128,7 @@ func (h *History) Linearizable(timeout time.Duration) (porcupine.CheckResult, po
 func (h *History) porcupineOps() []porcupine.Operation {
 	rows := h.rowsByOp()
 	var ops []porcupine.Operation
+	var last int64 // the latest call or return that is known
 	for i, op := range h.Ops {
 		in := Input{Op: op.Call.Op, Resource: op.Call.Resource, Holder: op.Call.Holder,
 			Epoch: op.Call.Epoch, Now: op.Call.Now, TTL: op.Call.TTL}
@@ -147,10 +150,11 @@ func (h *History) porcupineOps() []porcupine.Operation {
 		}
 		switch op.Call.Op {
 		case "acquire", "renew", "release", "tenure":
-		case "holder":
+		case "holder", "read":
 			if op.Ret == nil || out.Result == resultUnknown {
 				continue // a read with no answer says nothing
 			}
+			out.Seq = op.Ret.Seq
 		case "tx":
 			if out.Result == resultSuperseded {
 				break
@@ -167,6 +171,20 @@ func (h *History) porcupineOps() []porcupine.Operation {
 			continue // the worker's own steps (wait, check, close): not the model's
 		}
 		ops = append(ops, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: ret})
+		last = max(last, call)
+		if ret != math.MaxInt64 {
+			last = max(last, ret)
+		}
+	}
+	// Last, what the databases hold once every worker has exited: after
+	// every operation that returned, concurrent with those that never did.
+	resources := map[string]bool{}
+	for _, op := range ops {
+		resources[op.Input.(Input).Resource] = true
+	}
+	for _, r := range slices.Sorted(maps.Keys(resources)) {
+		ops = append(ops, porcupine.Operation{ClientId: len(h.Ops), Input: Input{Op: "final", Resource: r}, Call: last + 1,
+			Output: Output{Result: resultOK, Epoch: h.Epochs[r], Fence: h.Fences[r], Seq: h.Counters[r]}, Return: last + 1})
 	}
 	return ops
 }

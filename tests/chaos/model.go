@@ -27,7 +27,7 @@ type modelState struct {
 
 // Input is an operation of the history as the model takes it.
 type Input struct {
-	Op       string // acquire, renew, release, holder, tenure, tx
+	Op       string // acquire, renew, release, holder, tenure, read, tx, final
 	Resource string
 	Holder   string
 	Epoch    int64 // renew, release: the held lease's; tenure, tx: the tenure's
@@ -44,6 +44,8 @@ type Output struct {
 	GrantedAt int64
 	ExpiresAt int64
 	Last      int64
+	// Seq is the counter a read found; for the final look, with Fence.
+	Seq, Fence int64
 }
 
 // step is the model's transition for in: the state after it and what
@@ -92,6 +94,11 @@ func (s modelState) step(in Input) (modelState, Output) {
 		}
 		s.Fence = in.Epoch
 		return s, Output{Result: resultOK}
+	case "read":
+		return s, Output{Result: resultOK, Seq: s.Seq}
+	case "final":
+		// What the databases hold once every worker has exited.
+		return s, Output{Result: resultOK, Epoch: s.Epoch, Fence: s.Fence, Seq: s.Seq}
 	case "tx":
 		if in.Epoch < s.Fence {
 			return s, Output{Result: resultSuperseded}
@@ -123,6 +130,10 @@ func matches(in Input, want, got Output) bool {
 	switch {
 	case got.Result == resultBackwards:
 		return want.Last == got.Last
+	case in.Op == "read":
+		return want.Seq == got.Seq
+	case in.Op == "final":
+		return want == got
 	case got.Result == resultHeld, got.Result == resultOK && in.Op != "release" && in.Op != "tenure" && in.Op != "tx":
 		return want.Holder == got.Holder && want.Epoch == got.Epoch && want.GrantedAt == got.GrantedAt && want.ExpiresAt == got.ExpiresAt
 	}
@@ -178,6 +189,10 @@ var Model = porcupine.NondeterministicModel{
 			return fmt.Sprintf("holder@%d -> %s %s %d", in.Now, out.Result, out.Holder, out.Epoch)
 		case "tx":
 			return fmt.Sprintf("%s tx epoch %d seq %d -> %s", in.Holder, in.Epoch, in.Seq, out.Result)
+		case "read":
+			return fmt.Sprintf("%s read after tenure %d -> %d rows", in.Holder, in.Epoch, out.Seq)
+		case "final":
+			return fmt.Sprintf("final: epoch %d, fence %d, %d rows", out.Epoch, out.Fence, out.Seq)
 		}
 		return fmt.Sprintf("%s %s epoch %d -> %s", in.Holder, in.Op, in.Epoch, out.Result)
 	},

@@ -16,7 +16,11 @@ type Record struct {
 	//   - "ret": its return;
 	//   - "commit": a transaction about to send COMMIT (ID is the tx's);
 	//   - "at": the worker reached Point and waits for the controller's
-	//     answer on its standard input ("go" or "stop");
+	//     answer on its standard input ("go" or "stop"): "checked" (after
+	//     a Check that answered nil), "fenced" (admitted, its row
+	//     inserted, before COMMIT), "committing" (inside SQLite's COMMIT),
+	//     "lessor-locked" (inside an acquire, holding the lessor's write
+	//     lock);
 	//   - "done": a session's Done closed.
 	Kind  string `json:"k"`
 	ID    int64  `json:"id,omitempty"`
@@ -50,8 +54,12 @@ type Record struct {
 	// (the caller's) had ended.
 	CtxDone bool `json:"ctx_done,omitempty"`
 
-	// For "done": the session's deadline (a tick) when Done closed.
+	// For "done": the session's deadline (a tick) when Done closed; for
+	// a Wait's "ret", the deadline of the session it returned.
 	Deadline int64 `json:"deadline,omitempty"`
+	// For "at" "fenced" on PostgreSQL: the pid of the server's backend
+	// that holds the transaction.
+	Pid int `json:"pid,omitempty"`
 }
 
 // The results an operation's "ret" can carry.

@@ -11,9 +11,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	modernc "modernc.org/sqlite"
 
 	"leases"
 	"leases/clock"
@@ -73,19 +75,22 @@ func Schema() []string {
 	}
 }
 
-// statements of one dialect.
-type statements struct{ next, insert string }
+// statements of one dialect: the next number of a resource's counter, a
+// row's insert, and the counter as it stands.
+type statements struct{ next, insert, count string }
 
 func statementsFor(d fence.Dialect) statements {
 	if d == fence.PostgreSQL {
 		return statements{
 			next:   `UPDATE ` + countersTable + ` SET seq = seq + 1 WHERE resource = $1 RETURNING seq`,
 			insert: `INSERT INTO ` + rowsTable + ` (resource, seq, epoch, writer, op) VALUES ($1, $2, $3, $4, $5)`,
+			count:  `SELECT seq FROM ` + countersTable + ` WHERE resource = $1`,
 		}
 	}
 	return statements{
 		next:   `UPDATE ` + countersTable + ` SET seq = seq + 1 WHERE resource = ?1 RETURNING seq`,
 		insert: `INSERT INTO ` + rowsTable + ` (resource, seq, epoch, writer, op) VALUES (?1, ?2, ?3, ?4, ?5)`,
+		count:  `SELECT seq FROM ` + countersTable + ` WHERE resource = ?1`,
 	}
 }
 
@@ -100,6 +105,9 @@ type worker struct {
 	answers <-chan string // the controller's answers to "at"; closed when its input ends
 	nextID  int64
 	idMu    sync.Mutex
+	// committing is set while a transaction of a tenure commits, so that
+	// SQLite's commit hook announces only those commits.
+	committing atomic.Bool
 }
 
 // RunWorker is the worker role: it reads its WorkerConfig from the
@@ -149,6 +157,24 @@ func (w *worker) run(ctx context.Context) error {
 			w.at("lessor-locked")
 		}
 	}
+	if w.cfg.Dialect == fence.SQLite {
+		// Hold a tenure's transaction inside its COMMIT at the
+		// controller's word: SQLite's commit hook runs in the commit, with
+		// the write lock held and nothing visible yet, past every check
+		// of the context. (On PostgreSQL the controller stops the
+		// worker's backend instead, with the COMMIT on its way.)
+		modernc.RegisterConnectionHook(func(conn modernc.ExecQuerierContext, dsn string) error {
+			if dsn == w.cfg.DSN {
+				conn.(modernc.HookRegisterer).RegisterCommitHook(func() int32 {
+					if w.committing.Load() {
+						w.at("committing")
+					}
+					return 0
+				})
+			}
+			return nil
+		})
+	}
 	store, err := sqlite.Open(ctx, w.cfg.Lessor)
 	if err != nil {
 		return err
@@ -187,7 +213,7 @@ func (w *worker) job(ctx context.Context, lessor leases.Lessor, db *sql.DB, fenc
 		return err
 	}
 	lease := s.Lease()
-	w.ret(id, Record{Result: resultOK, Lease: &lease})
+	w.ret(id, Record{Result: resultOK, Lease: &lease, Deadline: s.Deadline().UnixMilli()})
 	doneLogged := make(chan struct{})
 	go func() {
 		defer close(doneLogged)
@@ -219,6 +245,16 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 	if err != nil {
 		return dbFailure(err)
 	}
+	// What the new holder finds when its tenure has begun: the rows
+	// committed so far. No transaction of an older tenure may commit a
+	// row after this (the gap, closed by the tenure's observe).
+	id = w.call(Record{Op: "read", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch})
+	var seen int64
+	err = db.QueryRowContext(ctx, w.sql.count, resource).Scan(&seen)
+	w.ret(id, Record{Result: resultOf(err), Err: errText(err), Seq: seen})
+	if err != nil {
+		return dbFailure(err)
+	}
 	for i := range w.cfg.TxPerTenure {
 		tick := clock.Wall{}.Now()
 		id := w.call(Record{Op: "check", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch, Now: tick})
@@ -237,12 +273,22 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 			if _, err := tx.ExecContext(ctx, w.sql.insert, resource, seq, epoch, w.cfg.Holder, opID); err != nil {
 				return err
 			}
-			if !w.at("fenced") { // between the fence and COMMIT
+			at := Record{Kind: "at", Point: "fenced"} // between the fence and COMMIT
+			if w.cfg.Dialect == fence.PostgreSQL {
+				// The backend that will run the COMMIT, for the
+				// controller to stop.
+				if err := tx.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&at.Pid); err != nil {
+					return err
+				}
+			}
+			if !w.announce(at) {
 				return errStop
 			}
 			w.emit(&Record{Kind: "commit", ID: id})
+			w.committing.Store(true)
 			return nil
 		})
+		w.committing.Store(false)
 		r := Record{Result: resultOf(err), Err: errText(err)}
 		if err == nil {
 			r.Seq = seq
@@ -270,7 +316,11 @@ func dbFailure(err error) error {
 // controller's answer: true to go on, false to stop (also when the
 // controller is gone).
 func (w *worker) at(point string) bool {
-	w.emit(&Record{Kind: "at", Point: point})
+	return w.announce(Record{Kind: "at", Point: point})
+}
+
+func (w *worker) announce(r Record) bool {
+	w.emit(&r)
 	answer, ok := <-w.answers
 	return ok && answer == "go"
 }
