@@ -360,34 +360,20 @@ func (c *controller) at(p *proc, at chaos.Record) {
 	case c.stopping:
 		c.answer(p, "stop")
 	case point == "checked" && c.chance(faultPauseAfterCheck, c.cfg.PauseAfterCheck):
-		c.pause(p, faultPauseAfterCheck, "go")
+		c.pause(p, faultPauseAfterCheck, "go", 0)
 	case point == "fenced" && c.chance(faultKillInTx, c.cfg.KillInTx):
 		c.kill(p, faultKillInTx)
 	case point == "fenced" && c.chance(faultPauseInTx, c.cfg.PauseInTx):
-		c.pause(p, faultPauseInTx, "go")
-	case point == "fenced" && at.Pid != 0 && c.chance(faultCommitHeld, c.cfg.CommitHeld):
-		c.holdBackend(p, at.Pid)
+		c.pause(p, faultPauseInTx, "go", 0)
 	case point == "committing" && c.chance(faultCommitHeld, c.cfg.CommitHeld):
-		c.pause(p, faultCommitHeld, "go")
+		// On PostgreSQL the worker's backend too, which holds the
+		// transaction and has the COMMIT to read.
+		c.pause(p, faultCommitHeld, "go", at.Pid)
 	case point == "lessor-locked" && c.chance(faultPauseInLessor, c.cfg.PauseInLessor):
-		c.pause(p, faultPauseInLessor, "go")
+		c.pause(p, faultPauseInLessor, "go", 0)
 	default:
 		c.answer(p, "go")
 	}
-}
-
-// holdBackend holds a worker's COMMIT on PostgreSQL: it stops the
-// worker's backend, which holds the transaction's fence row, and lets the
-// worker send COMMIT; the backend continues after a fault's length. The
-// worker itself runs on, and its session ends on time meanwhile.
-func (c *controller) holdBackend(p *proc, pid int) {
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		c.failures = append(c.failures, fmt.Sprintf("stop the backend %d of %s: %v", pid, p.holder, err))
-		return
-	}
-	c.faults[faultCommitHeld]++
-	c.answer(p, "go")
-	time.AfterFunc(c.interval(c.cfg.PauseMin, c.cfg.PauseMax), func() { c.events <- backendEvent{pid} })
 }
 
 func (c *controller) answer(p *proc, answer string) {
@@ -397,10 +383,20 @@ func (c *controller) answer(p *proc, answer string) {
 	}
 }
 
-// pause stops p with SIGSTOP for a fault's length; then it continues
-// with answer, if it waits for one. The answer is written before SIGCONT,
-// so that p goes on from where it stopped at once.
-func (c *controller) pause(p *proc, kind, answer string) {
+// pause stops p with SIGSTOP for a fault's length, and with it the
+// database backend backend (when not 0); then both continue, p with
+// answer if it waits for one. The answer is written before SIGCONT, so
+// that p goes on from where it stopped at once.
+func (c *controller) pause(p *proc, kind, answer string, backend int) {
+	if backend != 0 {
+		if err := syscall.Kill(backend, syscall.SIGSTOP); err != nil {
+			c.failures = append(c.failures, fmt.Sprintf("stop the backend %d of %s: %v", backend, p.holder, err))
+			return
+		}
+		// Continued after p (a backend the server's crash killed meanwhile
+		// is gone, and so is the error).
+		time.AfterFunc(c.interval(c.cfg.PauseMin, c.cfg.PauseMax), func() { c.events <- backendEvent{backend} })
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		c.failures = append(c.failures, fmt.Sprintf("stop %s: %v", p.holder, err))
 		return
@@ -458,7 +454,7 @@ func (c *controller) random() {
 		if c.chance(faultKillRandom, c.cfg.RandomKill) {
 			c.kill(p, faultKillRandom)
 		} else {
-			c.pause(p, faultPauseRandom, "")
+			c.pause(p, faultPauseRandom, "", 0)
 		}
 	}
 	time.AfterFunc(c.interval(c.cfg.RandomMin, c.cfg.RandomMax), func() { c.events <- randomEvent{} })

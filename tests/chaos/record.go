@@ -18,7 +18,8 @@ type Record struct {
 	//   - "at": the worker reached Point and waits for the controller's
 	//     answer on its standard input ("go" or "stop"): "checked" (after
 	//     a Check that answered nil), "fenced" (admitted, its row
-	//     inserted, before COMMIT), "committing" (inside SQLite's COMMIT),
+	//     inserted, before COMMIT), "committing" (inside SQLite's COMMIT; on PostgreSQL, the COMMIT
+	//     written to the server),
 	//     "lessor-locked" (inside an acquire, holding the lessor's write
 	//     lock);
 	//   - "done": a session's Done closed.
@@ -57,8 +58,8 @@ type Record struct {
 	// For "done": the session's deadline (a tick) when Done closed; for
 	// a Wait's "ret", the deadline of the session it returned.
 	Deadline int64 `json:"deadline,omitempty"`
-	// For "at" "fenced" on PostgreSQL: the pid of the server's backend
-	// that holds the transaction.
+	// For "at" "committing" on PostgreSQL: the pid of the server's
+	// backend that runs the COMMIT.
 	Pid int `json:"pid,omitempty"`
 }
 

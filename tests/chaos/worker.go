@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,12 +10,14 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	modernc "modernc.org/sqlite"
 
 	"leases"
@@ -106,8 +109,10 @@ type worker struct {
 	nextID  int64
 	idMu    sync.Mutex
 	// committing is set while a transaction of a tenure commits, so that
-	// SQLite's commit hook announces only those commits.
+	// only those commits are announced; backend is the PostgreSQL backend
+	// that runs the transaction.
 	committing atomic.Bool
+	backend    atomic.Int64
 }
 
 // RunWorker is the worker role: it reads its WorkerConfig from the
@@ -139,12 +144,11 @@ func RunWorker() int {
 }
 
 func (w *worker) run(ctx context.Context) error {
-	db, err := sql.Open(Driver(w.cfg.Dialect), w.cfg.DSN)
+	db, err := w.open()
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1) // one connection per worker, as one per process
 	fences, err := fence.New(w.cfg.Dialect, fence.DefaultTable)
 	if err != nil {
 		return err
@@ -157,27 +161,9 @@ func (w *worker) run(ctx context.Context) error {
 			w.at("lessor-locked")
 		}
 	}
-	if w.cfg.Dialect == fence.SQLite {
-		// Hold a tenure's transaction inside its COMMIT at the
-		// controller's word: SQLite's commit hook runs in the commit, with
-		// the write lock held and nothing visible yet, past every check
-		// of the context. (On PostgreSQL the controller stops the
-		// worker's backend instead, with the COMMIT on its way.)
-		modernc.RegisterConnectionHook(func(conn modernc.ExecQuerierContext, dsn string) error {
-			if dsn == w.cfg.DSN {
-				conn.(modernc.HookRegisterer).RegisterCommitHook(func() int32 {
-					if w.committing.Load() {
-						w.at("committing")
-					}
-					return 0
-				})
-			}
-			return nil
-		})
-	}
 	store, err := sqlite.Open(ctx, w.cfg.Lessor)
 	if err != nil {
-		return err
+		return ignoreEnd(ctx, err)
 	}
 	defer func() { _ = store.Close() }()
 	for ctx.Err() == nil {
@@ -189,7 +175,7 @@ func (w *worker) run(ctx context.Context) error {
 			// as docs/service.md says.
 			_ = store.Close()
 			if store, err = sqlite.Open(ctx, w.cfg.Lessor); err != nil {
-				return err
+				return ignoreEnd(ctx, err)
 			}
 		case err != nil:
 			// The database failed (a server that is down): back off, as a
@@ -273,15 +259,16 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 			if _, err := tx.ExecContext(ctx, w.sql.insert, resource, seq, epoch, w.cfg.Holder, opID); err != nil {
 				return err
 			}
-			at := Record{Kind: "at", Point: "fenced"} // between the fence and COMMIT
 			if w.cfg.Dialect == fence.PostgreSQL {
 				// The backend that will run the COMMIT, for the
 				// controller to stop.
-				if err := tx.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&at.Pid); err != nil {
+				var pid int64
+				if err := tx.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 					return err
 				}
+				w.backend.Store(pid)
 			}
-			if !w.announce(at) {
+			if !w.at("fenced") { // between the fence and COMMIT
 				return errStop
 			}
 			w.emit(&Record{Kind: "commit", ID: id})
@@ -299,6 +286,72 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 		}
 	}
 	return nil
+}
+
+// open opens the worker's own database, one connection, with a way for
+// the controller to hold a tenure's transaction inside its COMMIT: on
+// SQLite, the commit hook runs in the commit, with the write lock held and
+// nothing visible yet, past every check of the context; on PostgreSQL,
+// the connection announces a COMMIT it has written, and the controller
+// stops the backend (and the worker) with the COMMIT on its way.
+func (w *worker) open() (*sql.DB, error) {
+	var db *sql.DB
+	if w.cfg.Dialect == fence.PostgreSQL {
+		config, err := pgx.ParseConfig(w.cfg.DSN)
+		if err != nil {
+			return nil, err
+		}
+		config.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &commitConn{Conn: conn, w: w}, nil
+		}
+		db = stdlib.OpenDB(*config)
+	} else {
+		modernc.RegisterConnectionHook(func(conn modernc.ExecQuerierContext, dsn string) error {
+			if dsn == w.cfg.DSN {
+				conn.(modernc.HookRegisterer).RegisterCommitHook(func() int32 {
+					if w.committing.CompareAndSwap(true, false) {
+						w.at("committing")
+					}
+					return 0
+				})
+			}
+			return nil
+		})
+		var err error
+		if db, err = sql.Open("sqlite", w.cfg.DSN); err != nil {
+			return nil, err
+		}
+	}
+	db.SetMaxOpenConns(1) // one connection per worker, as one per process
+	return db, nil
+}
+
+// commitConn is a connection to PostgreSQL that announces a tenure's
+// COMMIT once it has written it.
+type commitConn struct {
+	net.Conn
+	w *worker
+}
+
+func (c *commitConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err == nil && bytes.Contains(bytes.ToLower(p), []byte("commit")) && c.w.committing.CompareAndSwap(true, false) {
+		c.w.announce(Record{Kind: "at", Point: "committing", Pid: int(c.w.backend.Load())})
+	}
+	return n, err
+}
+
+// ignoreEnd is err, unless the worker was told to end (its input ended)
+// meanwhile: then the error is that, and no failure.
+func ignoreEnd(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // dbFailure is err if it is a failure of the database (before commit, or
