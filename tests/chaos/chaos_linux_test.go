@@ -31,10 +31,13 @@ const seedEnv = "LEASES_CHAOS_SEED"
 // timer fires on a millisecond tick, and then the session's goroutine and
 // the worker's goroutine that records Done must be scheduled, on a
 // two-core machine shared by the workers, the database server and the
-// controller. It bounds scheduling, not a renewal: the late closes the
-// service path must not have (issue 15: up to 1,060 ms while a renewal
-// hung) are an order of magnitude longer.
-const doneTolerance = 100 * time.Millisecond
+// controller (measured: at most a few milliseconds, also under -race; see
+// docs/reliability.md). It must stay well below the work a worker does
+// between two Checks (up to the TTL), or a session whose timer is missing
+// would pass, its Done closed by the worker's next Check instead; and the
+// late closes the service path must not have (issue 15: up to 1,060 ms
+// while a renewal hung) are longer still.
+const doneTolerance = 50 * time.Millisecond
 
 // Workers run the service path in a loop while the test stops them after
 // Check, between the fence and COMMIT, while they hold the lessor's write
@@ -52,9 +55,9 @@ func TestServicePathUnderChaos(t *testing.T) {
 func config(t *testing.T, dialect fence.Dialect) Config {
 	ttl := 300 * time.Millisecond
 	cfg := Config{
-		Workers: 4, Resources: 2, TTL: ttl, TxPerTenure: 3, Duration: 3 * time.Second, Seed: rand.Uint64(),
+		Workers: 4, Resources: 2, TTL: ttl, TxPerTenure: 3, Work: ttl, Duration: 3 * time.Second, Seed: rand.Uint64(),
 		PauseMin: ttl + 50*time.Millisecond, PauseMax: 5 * ttl / 2,
-		PauseAfterCheck: 0.05, PauseInTx: 0.04, KillInTx: 0.02, PauseInLessor: 0.03, CommitHeld: 0.04,
+		PauseAfterCheck: 0.05, PauseInTx: 0.04, KillInTx: 0.02, PauseInLessor: 0.25, CommitHeld: 0.04,
 		RandomMin: 2 * ttl, RandomMax: 4 * ttl, RandomKill: 0.3,
 		CrashMin: 5 * ttl, CrashMax: 10 * ttl,
 		Dialect: dialect,
@@ -113,8 +116,8 @@ func (c *controller) check(h *chaos.History, ran time.Duration) {
 	case porcupine.Unknown:
 		t.Errorf("porcupine did not decide within its bound")
 	}
-	t.Logf("ran %v with %d workers (%d processes), TTL %v, %d transactions per tenure",
-		ran.Round(time.Millisecond), c.cfg.Workers, len(c.procs), c.cfg.TTL, c.cfg.TxPerTenure)
+	t.Logf("ran %v with %d workers (%d processes), TTL %v, %d transactions per tenure, up to %v of work before each",
+		ran.Round(time.Millisecond), c.cfg.Workers, len(c.procs), c.cfg.TTL, c.cfg.TxPerTenure, c.cfg.Work)
 	t.Logf("operations: %s", opFigures(h))
 	var faults []string
 	total := 0

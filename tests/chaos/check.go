@@ -28,6 +28,7 @@ func Checks(doneTolerance time.Duration) []Check {
 		{"the lessor's epochs are those granted", lessorEpochs},
 		{"no Check live at or after the lease's expiry", noLateCheck},
 		{"Done at Deadline in an unstopped process", doneOnTime(doneTolerance)},
+		{"no renewal outlives its session in an unstopped process", renewalsEndWithTheirSession(doneTolerance)},
 		{"Wait fails only with the caller's context", waitFailsOnlyWithTheCallersContext},
 		{"Wait returns a live session", waitReturnsALiveSession},
 		{"no call refused as invalid input", noInvalidInput},
@@ -240,14 +241,7 @@ func (h *History) Latenesses() []Lateness {
 	var got []Lateness
 	for _, d := range h.Dones {
 		late := time.Duration(d.Tick-max(d.Deadline, began[fmt.Sprint(d.Worker, d.Resource, d.Epoch)])) * time.Millisecond
-		from := d.T - late.Nanoseconds()
-		stopped := false
-		for _, iv := range h.Stopped[d.Worker] {
-			if iv.From <= d.T && iv.To >= from {
-				stopped = true
-			}
-		}
-		got = append(got, Lateness{Late: late, Stopped: stopped, Done: d})
+		got = append(got, Lateness{Late: late, Stopped: h.stoppedBetween(d.Worker, d.T-late.Nanoseconds(), d.T), Done: d})
 	}
 	return got
 }
@@ -259,6 +253,42 @@ func doneOnTime(tolerance time.Duration) func(h *History) []string {
 			if l.Late > tolerance && !l.Stopped {
 				bad = append(bad, fmt.Sprintf("%s: Done of epoch %d of %s closed %v after its Deadline (tolerance %v), and the process was not stopped: %s",
 					l.Done.Worker, l.Done.Epoch, l.Done.Resource, l.Late, tolerance, l.Done.Err))
+			}
+		}
+		return bad
+	}
+}
+
+// stoppedBetween reports whether worker was stopped at some moment from
+// from to to (nanoseconds).
+func (h *History) stoppedBetween(worker string, from, to int64) bool {
+	for _, iv := range h.Stopped[worker] {
+		if iv.From <= to && iv.To >= from {
+			return true
+		}
+	}
+	return false
+}
+
+// renewalsEndWithTheirSession: every renewal runs under the session's
+// context, which ends with the session, so no renewal call returns later
+// than the session's end (its Done), give or take the tolerance, unless
+// the process was stopped meanwhile.
+func renewalsEndWithTheirSession(tolerance time.Duration) func(h *History) []string {
+	return func(h *History) []string {
+		ended := map[string]int64{}
+		for _, d := range h.Dones {
+			ended[fmt.Sprint(d.Worker, d.Resource, d.Epoch)] = d.T
+		}
+		var bad []string
+		for _, op := range h.opsOf("renew") {
+			end, ok := ended[fmt.Sprint(op.Worker, op.Call.Resource, op.Call.Epoch)]
+			if !ok || op.Ret == nil {
+				continue
+			}
+			if late := time.Duration(op.Ret.T - end); late > tolerance && !h.stoppedBetween(op.Worker, end, op.Ret.T) {
+				bad = append(bad, fmt.Sprintf("%s: a renewal of epoch %d of %s returned %v after the session ended (%s): %s",
+					op.Worker, op.Call.Epoch, op.Call.Resource, late.Round(time.Millisecond), op.Result(), op.Ret.Err))
 			}
 		}
 		return bad

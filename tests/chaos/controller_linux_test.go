@@ -33,6 +33,7 @@ type Config struct {
 	Workers, Resources int
 	TTL                time.Duration
 	TxPerTenure        int
+	Work               time.Duration // the most a worker works before each transaction
 	// Run for at least this long, and until every kind of fault has
 	// happened at least once.
 	Duration time.Duration
@@ -55,7 +56,7 @@ const (
 	faultPauseAfterCheck = "stop after Check"
 	faultPauseInTx       = "stop between the fence and COMMIT"
 	faultCommitHeld      = "COMMIT held past the TTL"
-	faultPauseInLessor   = "stop holding the lessor's write lock"
+	faultPauseInLessor   = "stop holding the lessor's write lock while another worker holds a lease"
 	faultPauseRandom     = "stop at a random moment"
 	faultKillInTx        = "kill between the fence and COMMIT"
 	faultKillRandom      = "kill at a random moment"
@@ -72,6 +73,7 @@ type proc struct {
 	pausedSince  int64         // when it was stopped; 0 while it runs
 	pendingAt    *chaos.Record // a point it announced while stopped
 	parked       bool          // waiting at a point for the answer
+	holding      bool          // holds a session (from Wait's return to its Done)
 	killed       bool
 	exited       bool
 }
@@ -91,6 +93,11 @@ type (
 	}
 	// backendEvent ends the stop of a worker's database backend.
 	backendEvent struct{ pid int }
+	// holdingEvent: a worker's session began or ended.
+	holdingEvent struct {
+		p       *proc
+		holding bool
+	}
 	randomEvent  struct{}
 	crashEvent   struct{}
 	crashedEvent struct {
@@ -116,6 +123,10 @@ type controller struct {
 	faults   map[string]int
 	stopped  map[string][]chaos.Interval
 	downtime []time.Duration
+	// backends are the database backends stopped now, to continue by
+	// the end whatever happens: a stopped backend would hold the server's
+	// shutdown forever.
+	backends map[int]bool
 	failures []string
 }
 
@@ -123,10 +134,10 @@ func run(t *testing.T, cfg Config) {
 	ctx := testctx.Context(t)
 	dir := t.TempDir()
 	c := &controller{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1)), events: make(chan any, 64),
-		live: map[string]*proc{}, faults: map[string]int{}, stopped: map[string][]chaos.Interval{}}
+		live: map[string]*proc{}, faults: map[string]int{}, stopped: map[string][]chaos.Interval{}, backends: map[int]bool{}}
 	t.Logf("seed %d (LEASES_CHAOS_SEED replays the same choices of faults)", cfg.Seed)
 	c.env = chaos.WorkerConfig{Lessor: dir + "/leases.db", Dialect: fence.SQLite, DSN: "file:" + dir + "/app.db" + sqliteParams,
-		TTL: cfg.TTL, TxPerTenure: cfg.TxPerTenure}
+		TTL: cfg.TTL, TxPerTenure: cfg.TxPerTenure, Work: cfg.Work}
 	for i := range cfg.Resources {
 		c.env.Resources = append(c.env.Resources, fmt.Sprintf("job-%d", i))
 	}
@@ -252,12 +263,23 @@ func (c *controller) read(p *proc, stdout *os.File) {
 	defer stdout.Close()
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	waits := map[int64]bool{}
 	for lines.Scan() {
 		p.out.Write(lines.Bytes())
 		p.out.WriteByte('\n')
 		var r chaos.Record
-		if bytes.Contains(lines.Bytes(), []byte(`"k":"at"`)) && json.Unmarshal(lines.Bytes(), &r) == nil {
+		if json.Unmarshal(lines.Bytes(), &r) != nil {
+			continue // a line cut short by a kill
+		}
+		switch {
+		case r.Kind == "at":
 			c.events <- atEvent{p, r}
+		case r.Kind == "call" && r.Op == "wait":
+			waits[r.ID] = true
+		case r.Kind == "ret" && waits[r.ID]:
+			c.events <- holdingEvent{p, r.Result == "ok"}
+		case r.Kind == "done":
+			c.events <- holdingEvent{p, false}
 		}
 	}
 	c.events <- exitEvent{p, p.cmd.Wait()}
@@ -266,6 +288,11 @@ func (c *controller) read(p *proc, stdout *os.File) {
 // loop runs the workers until the run stops and every worker has
 // exited.
 func (c *controller) loop(ctx context.Context) {
+	defer func() {
+		for pid := range c.backends {
+			c.continueBackend(pid)
+		}
+	}()
 	for {
 		if c.stopping && len(c.live) == 0 && !c.crashing {
 			return
@@ -283,9 +310,10 @@ func (c *controller) loop(ctx context.Context) {
 		switch ev := ev.(type) {
 		case atEvent:
 			c.at(ev.p, ev.at)
+		case holdingEvent:
+			ev.p.holding = ev.holding
 		case backendEvent:
-			// Gone already, if the server was killed meanwhile.
-			_ = syscall.Kill(ev.pid, syscall.SIGCONT)
+			c.continueBackend(ev.pid)
 		case resumeEvent:
 			c.resume(ev.p, ev.answer)
 		case exitEvent:
@@ -369,11 +397,32 @@ func (c *controller) at(p *proc, at chaos.Record) {
 		// On PostgreSQL the worker's backend too, which holds the
 		// transaction and has the COMMIT to read.
 		c.pause(p, faultCommitHeld, "go", at.Pid)
-	case point == "lessor-locked" && c.chance(faultPauseInLessor, c.cfg.PauseInLessor):
+	case point == "lessor-locked" && c.othersHold(p) && c.chance(faultPauseInLessor, c.cfg.PauseInLessor):
 		c.pause(p, faultPauseInLessor, "go", 0)
 	default:
 		c.answer(p, "go")
 	}
+}
+
+// continueBackend continues a stopped database backend (one that the
+// server's crash killed meanwhile is gone, and so is the error).
+func (c *controller) continueBackend(pid int) {
+	if c.backends[pid] {
+		delete(c.backends, pid)
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
+}
+
+// othersHold reports whether a worker other than p holds a session and
+// runs: one whose renewals a stop of p holding the lessor's write lock
+// holds up, and whose session must still end on time.
+func (c *controller) othersHold(p *proc) bool {
+	for _, q := range c.live {
+		if q != p && q.holding && !q.killed && q.pausedSince == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *controller) answer(p *proc, answer string) {
@@ -393,8 +442,7 @@ func (c *controller) pause(p *proc, kind, answer string, backend int) {
 			c.failures = append(c.failures, fmt.Sprintf("stop the backend %d of %s: %v", backend, p.holder, err))
 			return
 		}
-		// Continued after p (a backend the server's crash killed meanwhile
-		// is gone, and so is the error).
+		c.backends[backend] = true
 		time.AfterFunc(c.interval(c.cfg.PauseMin, c.cfg.PauseMax), func() { c.events <- backendEvent{backend} })
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -514,6 +562,13 @@ func (c *controller) interval(lo, hi time.Duration) time.Duration {
 func (c *controller) history(ctx context.Context) *chaos.History {
 	h := &chaos.History{Stopped: c.stopped, Fences: map[string]int64{}, Counters: map[string]int64{}, Epochs: map[string]int64{}}
 	if dir := os.Getenv(keepEnv); dir != "" {
+		if err := os.MkdirAll(filepath.Join(dir, c.t.Name()), 0o755); err != nil {
+			c.t.Error(err)
+		}
+		stops, _ := json.Marshal(c.stopped)
+		if err := os.WriteFile(filepath.Join(dir, c.t.Name(), "stopped.json"), stops, 0o644); err != nil {
+			c.t.Error(err)
+		}
 		for _, p := range c.procs {
 			if err := os.WriteFile(filepath.Join(dir, c.t.Name(), p.holder+".jsonl"), p.out.Bytes(), 0o644); err != nil {
 				if err = os.MkdirAll(filepath.Join(dir, c.t.Name()), 0o755); err == nil {

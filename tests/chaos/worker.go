@@ -49,6 +49,10 @@ type WorkerConfig struct {
 	// transactions a worker runs in each tenure.
 	TTL         time.Duration `json:"ttl"`
 	TxPerTenure int           `json:"tx_per_tenure"`
+	// Work is the most a worker works (under the session's context)
+	// before each transaction: the work of a job, during which only the
+	// session's own timer can tell it that its lease may be lost.
+	Work time.Duration `json:"work"`
 	// Seed seeds the worker's choice of resources.
 	Seed uint64 `json:"seed"`
 }
@@ -242,6 +246,10 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 		return dbFailure(err)
 	}
 	for i := range w.cfg.TxPerTenure {
+		// The work for this transaction, under the session's context.
+		if err := (clock.Wall{}).Wait(ctx, clock.Wall{}.Now()+w.rng.Int64N(w.cfg.Work.Milliseconds()+1)); err != nil {
+			return nil // the session ended, or the worker was told to end
+		}
 		tick := clock.Wall{}.Now()
 		id := w.call(Record{Op: "check", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch, Now: tick})
 		err := s.Check()
