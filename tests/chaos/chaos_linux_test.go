@@ -140,7 +140,8 @@ func (c *controller) check(h *chaos.History, ran time.Duration) {
 	}
 	t.Logf("Done after Deadline, in processes not stopped meanwhile (negative: before it, on Close or a refusal): %s; %d more in stopped processes",
 		spread(onTime), stoppedLate)
-	t.Logf("from a release to the next grant to a waiting worker (%d): %s", len(h.ReleaseToGrant()), spread(h.ReleaseToGrant()))
+	all, undisturbed := h.ReleaseToGrant()
+	t.Logf("from a release to the next grant to a waiting worker: %s; while no process was stopped: %s", spread(all), spread(undisturbed))
 	t.Logf("checks: %d (porcupine: %s on %d operations in %v); violations found: %d",
 		checks, result, n, linearized.Round(time.Millisecond), violations)
 }

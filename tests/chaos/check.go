@@ -334,8 +334,10 @@ func noInvalidInput(h *History) []string {
 }
 
 // ReleaseToGrant is, for each grant that followed a release while its
-// worker was waiting, the time from the release's return to the grant's.
-func (h *History) ReleaseToGrant() []time.Duration {
+// worker was waiting, the time from the release's return to the grant's;
+// undisturbed are those during which no process was stopped (a worker
+// stopped holding the lessor's write lock holds every grant up).
+func (h *History) ReleaseToGrant() (all, undisturbed []time.Duration) {
 	released := map[key]*Op{}
 	for _, op := range h.opsOf("release", resultOK) {
 		released[key{op.Call.Resource, op.Call.Epoch}] = op
@@ -345,7 +347,6 @@ func (h *History) ReleaseToGrant() []time.Duration {
 	for _, op := range h.opsOf("wait") {
 		waits[op.Worker] = append(waits[op.Worker], op)
 	}
-	var got []time.Duration
 	for _, op := range h.opsOf("acquire", resultOK) {
 		l := op.Ret.Lease
 		rel := released[key{l.Resource, l.Epoch - 1}]
@@ -361,7 +362,15 @@ func (h *History) ReleaseToGrant() []time.Duration {
 		if wait == nil || wait.Call.T >= rel.Ret.T {
 			continue // not waiting when the lease was released
 		}
-		got = append(got, time.Duration(op.Ret.T-rel.Ret.T))
+		d := time.Duration(op.Ret.T - rel.Ret.T)
+		all = append(all, d)
+		disturbed := false
+		for worker := range h.Stopped {
+			disturbed = disturbed || h.stoppedBetween(worker, rel.Ret.T, op.Ret.T)
+		}
+		if !disturbed {
+			undisturbed = append(undisturbed, d)
+		}
 	}
-	return got
+	return all, undisturbed
 }
