@@ -129,17 +129,28 @@ func (c *controller) check(h *chaos.History, ran time.Duration) {
 	if len(c.downtime) > 0 {
 		t.Logf("the server was down, from its kill to ready after recovery: %s", spread(c.downtime))
 	}
-	var onTime []time.Duration
-	stoppedLate := 0
+	var onTime, beyond []time.Duration
+	stoppedLate, starved := 0, 0
 	for _, l := range h.Latenesses() {
 		if l.Stopped {
 			stoppedLate++
-		} else {
-			onTime = append(onTime, l.Late)
+			continue
+		}
+		onTime = append(onTime, l.Late)
+		beyond = append(beyond, l.Late-l.Starved)
+		if l.Starved > 0 {
+			starved++
 		}
 	}
-	t.Logf("Done after Deadline, in processes not stopped meanwhile (negative: before it, on Close or a refusal): %s; %d more in stopped processes",
-		spread(onTime), stoppedLate)
+	t.Logf("Done after Deadline, in processes not stopped meanwhile (negative: before it, on Close or a refusal): %s; less the time the process ran no timer at all (%d of them): %s; %d more in stopped processes",
+		spread(onTime), starved, spread(beyond), stoppedLate)
+	var spans []time.Duration
+	for _, ivs := range h.Starved {
+		for _, iv := range ivs {
+			spans = append(spans, time.Duration(iv.To-iv.From))
+		}
+	}
+	t.Logf("workers' reference timer late by more than 10ms (the process had no CPU, stops included): %s", spread(spans))
 	all, undisturbed := h.ReleaseToGrant()
 	t.Logf("from a release to the next grant to a waiting worker: %s; while no process was stopped: %s", spread(all), spread(undisturbed))
 	t.Logf("checks: %d (porcupine: %s on %d operations in %v); violations found: %d",

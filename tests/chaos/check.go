@@ -16,7 +16,8 @@ type Check struct {
 
 // Checks are the properties every run must keep. DoneTolerance is how
 // late a session's Done may close after its Deadline in a process that
-// was not stopped meanwhile.
+// was not stopped meanwhile, beyond the time in which the process could
+// run no timer at all (its reference timer's starvation).
 func Checks(doneTolerance time.Duration) []Check {
 	return []Check{
 		{"every epoch granted once", epochsGrantedOnce},
@@ -223,11 +224,12 @@ func noLateCheck(h *History) []string {
 }
 
 // Lateness is how late each session's Done closed after its Deadline,
-// and whether its process was stopped between the two.
+// whether its process was stopped between the two, and for how long in
+// that span the process could run no timer at all (Starved).
 type Lateness struct {
-	Late    time.Duration
-	Stopped bool
-	Done    Done
+	Late, Starved time.Duration
+	Stopped       bool
+	Done          Done
 }
 
 // Latenesses are the Done records' lateness: after the session's
@@ -241,7 +243,9 @@ func (h *History) Latenesses() []Lateness {
 	var got []Lateness
 	for _, d := range h.Dones {
 		late := time.Duration(d.Tick-max(d.Deadline, began[fmt.Sprint(d.Worker, d.Resource, d.Epoch)])) * time.Millisecond
-		got = append(got, Lateness{Late: late, Stopped: h.stoppedBetween(d.Worker, d.T-late.Nanoseconds(), d.T), Done: d})
+		from := d.T - late.Nanoseconds()
+		got = append(got, Lateness{Late: late, Starved: h.starvedBetween(d.Worker, from, d.T),
+			Stopped: h.stoppedBetween(d.Worker, from, d.T), Done: d})
 	}
 	return got
 }
@@ -250,9 +254,9 @@ func doneOnTime(tolerance time.Duration) func(h *History) []string {
 	return func(h *History) []string {
 		var bad []string
 		for _, l := range h.Latenesses() {
-			if l.Late > tolerance && !l.Stopped {
-				bad = append(bad, fmt.Sprintf("%s: Done of epoch %d of %s closed %v after its Deadline (tolerance %v), and the process was not stopped: %s",
-					l.Done.Worker, l.Done.Epoch, l.Done.Resource, l.Late, tolerance, l.Done.Err))
+			if l.Late-l.Starved > tolerance && !l.Stopped {
+				bad = append(bad, fmt.Sprintf("%s: Done of epoch %d of %s closed %v after its Deadline (tolerance %v), and the process was not stopped (it ran no timer for %v of it): %s",
+					l.Done.Worker, l.Done.Epoch, l.Done.Resource, l.Late, tolerance, l.Starved.Round(time.Millisecond), l.Done.Err))
 			}
 		}
 		return bad
@@ -268,6 +272,18 @@ func (h *History) stoppedBetween(worker string, from, to int64) bool {
 		}
 	}
 	return false
+}
+
+// starvedBetween is how long, from from to to (nanoseconds), worker's
+// reference timer could not fire: the process had no CPU.
+func (h *History) starvedBetween(worker string, from, to int64) time.Duration {
+	var total int64
+	for _, iv := range h.Starved[worker] {
+		if overlap := min(iv.To, to) - max(iv.From, from); overlap > 0 {
+			total += overlap
+		}
+	}
+	return time.Duration(total)
 }
 
 // renewalsEndWithTheirSession: every renewal runs under the session's
@@ -286,7 +302,8 @@ func renewalsEndWithTheirSession(tolerance time.Duration) func(h *History) []str
 			if !ok || op.Ret == nil {
 				continue
 			}
-			if late := time.Duration(op.Ret.T - end); late > tolerance && !h.stoppedBetween(op.Worker, end, op.Ret.T) {
+			late := time.Duration(op.Ret.T - end)
+			if late-h.starvedBetween(op.Worker, end, op.Ret.T) > tolerance && !h.stoppedBetween(op.Worker, end, op.Ret.T) {
 				bad = append(bad, fmt.Sprintf("%s: a renewal of epoch %d of %s returned %v after the session ended (%s): %s",
 					op.Worker, op.Call.Epoch, op.Call.Resource, late.Round(time.Millisecond), op.Result(), op.Ret.Err))
 			}

@@ -54,8 +54,10 @@ type Row struct {
 type History struct {
 	Ops   []*Op
 	Dones []Done
-	// Stopped holds each worker's stops (SIGSTOP to SIGCONT), by holder.
-	Stopped map[string][]Interval
+	// Stopped holds each worker's stops (SIGSTOP to SIGCONT), by holder;
+	// Starved, the spans in which its reference timer could not fire
+	// (from its "starved" records).
+	Stopped, Starved map[string][]Interval
 	// What the databases hold afterwards: the business rows, the fence
 	// and the counter per resource, and the lessor's last epoch per
 	// resource.
@@ -106,6 +108,11 @@ func (h *History) add(worker string, rec Record, open map[int64]*Op) error {
 		op.Commit = &rec
 	case "done":
 		h.Dones = append(h.Dones, Done{Worker: worker, Record: rec})
+	case "starved":
+		if h.Starved == nil {
+			h.Starved = map[string][]Interval{}
+		}
+		h.Starved[worker] = append(h.Starved[worker], Interval{From: rec.T - rec.Late, To: rec.T})
 	}
 	return nil
 }

@@ -22,7 +22,10 @@ type Record struct {
 	//     written to the server),
 	//     "lessor-locked" (inside an acquire, holding the lessor's write
 	//     lock);
-	//   - "done": a session's Done closed.
+	//   - "done": a session's Done closed;
+	//   - "starved": the worker's own reference timer fired Late
+	//     nanoseconds late: the process had no CPU (the machine was busy,
+	//     or the process stopped), and no timer of its could fire.
 	Kind  string `json:"k"`
 	ID    int64  `json:"id,omitempty"`
 	Op    string `json:"op,omitempty"`
@@ -58,6 +61,8 @@ type Record struct {
 	// For "done": the session's deadline (a tick) when Done closed; for
 	// a Wait's "ret", the deadline of the session it returned.
 	Deadline int64 `json:"deadline,omitempty"`
+	// For "starved": how late the reference timer fired, in nanoseconds.
+	Late int64 `json:"late,omitempty"`
 	// For "at" "committing" on PostgreSQL: the pid of the server's
 	// backend that runs the COMMIT.
 	Pid int `json:"pid,omitempty"`
@@ -88,7 +93,7 @@ var errStop = errors.New("stopped by the controller")
 
 // resultOf names what err says happened. The order matters:
 // fence.ErrSuperseded matches leases.ErrNotHolder, and an ended session
-// matches the context errors.
+// matches the context errors and carries the reason it ended.
 func resultOf(err error) string {
 	switch {
 	case err == nil:
@@ -99,6 +104,10 @@ func resultOf(err error) string {
 		return resultUnknown
 	case errors.Is(err, fence.ErrSuperseded):
 		return resultSuperseded
+	case errors.Is(err, session.ErrEnded):
+		// Before the refusals: a transaction cut off by the session's end
+		// carries why the session ended, a refused renewal perhaps.
+		return resultEnded
 	case errors.Is(err, leases.ErrLeaseHeld):
 		return resultHeld
 	case errors.Is(err, leases.ErrTickBackwards):
@@ -109,8 +118,6 @@ func resultOf(err error) string {
 		return resultExpired
 	case errors.Is(err, leases.ErrInvalidInput):
 		return resultInvalid
-	case errors.Is(err, session.ErrEnded):
-		return resultEnded
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return resultCanceled
 	}

@@ -140,6 +140,7 @@ func RunWorker() int {
 	}()
 	w := &worker{cfg: cfg, sql: statementsFor(cfg.Dialect), rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
 		out: json.NewEncoder(os.Stdout), answers: answers}
+	go w.watchStarvation()
 	if err := w.run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "chaos worker:", err)
 		return 1
@@ -384,6 +385,29 @@ func (w *worker) announce(r Record) bool {
 	w.emit(&r)
 	answer, ok := <-w.answers
 	return ok && answer == "go"
+}
+
+// Starvation is how the worker tells a late timer of the library's from
+// a process that got no CPU: a reference timer fires every starvationTick,
+// and when it fires later than starvedAfter, the worker records how late.
+// A stopped process, and one that a busy machine did not schedule, see
+// every timer fire late alike; the session's timer being late while the
+// reference's was not is the library's fault.
+const (
+	starvationTick = 5 * time.Millisecond
+	starvedAfter   = 10 * time.Millisecond
+)
+
+// watchStarvation runs the reference timer for the life of the process.
+func (w *worker) watchStarvation() {
+	for {
+		due := time.Now().Add(starvationTick)
+		timer := time.NewTimer(starvationTick)
+		<-timer.C
+		if late := time.Since(due); late > starvedAfter {
+			w.emit(&Record{Kind: "starved", Late: late.Nanoseconds()})
+		}
+	}
 }
 
 // call records an operation's invocation and returns its id.
