@@ -29,7 +29,7 @@ func Checks(doneTolerance time.Duration) []Check {
 		{"the lessor's epochs are those granted", lessorEpochs},
 		{"no Check live at or after the lease's expiry", noLateCheck},
 		{"Done at Deadline in an unstopped process", doneOnTime(doneTolerance)},
-		{"no renewal outlives its session in an unstopped process", renewalsEndWithTheirSession(doneTolerance)},
+		{"no renewal commits after its session ended, in an unstopped process", renewalsEndWithTheirSession(doneTolerance)},
 		{"Wait fails only with the caller's context", waitFailsOnlyWithTheCallersContext},
 		{"Wait returns a live session", waitReturnsALiveSession},
 		{"no call refused as invalid input", noInvalidInput},
@@ -242,10 +242,10 @@ func (h *History) Latenesses() []Lateness {
 	}
 	var got []Lateness
 	for _, d := range h.Dones {
-		late := time.Duration(d.Tick-max(d.Deadline, began[fmt.Sprint(d.Worker, d.Resource, d.Epoch)])) * time.Millisecond
-		from := d.T - late.Nanoseconds()
-		got = append(got, Lateness{Late: late, Starved: h.starvedBetween(d.Worker, from, d.T),
-			Stopped: h.stoppedBetween(d.Worker, from, d.T), Done: d})
+		late := time.Duration(d.Now-max(d.Deadline, began[fmt.Sprint(d.Worker, d.Resource, d.Epoch)])) * time.Millisecond
+		from := d.At - late.Nanoseconds()
+		got = append(got, Lateness{Late: late, Starved: h.starvedBetween(d.Worker, from, d.At),
+			Stopped: h.stoppedBetween(d.Worker, from, d.At), Done: d})
 	}
 	return got
 }
@@ -275,26 +275,31 @@ func (h *History) stoppedBetween(worker string, from, to int64) bool {
 }
 
 // starvedBetween is how long, from from to to (nanoseconds), worker's
-// reference timer could not fire: the process had no CPU.
+// reference timer could not fire: the process had no CPU. A recorded
+// span that the window covers in part counts in proportion.
 func (h *History) starvedBetween(worker string, from, to int64) time.Duration {
-	var total int64
-	for _, iv := range h.Starved[worker] {
-		if overlap := min(iv.To, to) - max(iv.From, from); overlap > 0 {
-			total += overlap
+	var total float64
+	for _, s := range h.Starved[worker] {
+		overlap := min(s.To, to) - max(s.From, from)
+		if overlap <= 0 {
+			continue
 		}
+		total += float64(s.Late) * min(1, float64(overlap)/float64(max(1, s.To-s.From)))
 	}
 	return time.Duration(total)
 }
 
 // renewalsEndWithTheirSession: every renewal runs under the session's
-// context, which ends with the session, so no renewal call returns later
-// than the session's end (its Done), give or take the tolerance, unless
-// the process was stopped meanwhile.
+// context, which ends with the session, so that no renewal begins to
+// commit after the session's end (a renewal waiting for the lessor's
+// write lock is cut off), give or take the tolerance, unless the process
+// was stopped or could run no timer meanwhile. A renewal whose commit
+// began in time may return later: a commit is not interrupted.
 func renewalsEndWithTheirSession(tolerance time.Duration) func(h *History) []string {
 	return func(h *History) []string {
 		ended := map[string]int64{}
 		for _, d := range h.Dones {
-			ended[fmt.Sprint(d.Worker, d.Resource, d.Epoch)] = d.T
+			ended[fmt.Sprint(d.Worker, d.Resource, d.Epoch)] = d.At
 		}
 		var bad []string
 		for _, op := range h.opsOf("renew") {
@@ -302,10 +307,22 @@ func renewalsEndWithTheirSession(tolerance time.Duration) func(h *History) []str
 			if !ok || op.Ret == nil {
 				continue
 			}
-			late := time.Duration(op.Ret.T - end)
-			if late-h.starvedBetween(op.Worker, end, op.Ret.T) > tolerance && !h.stoppedBetween(op.Worker, end, op.Ret.T) {
-				bad = append(bad, fmt.Sprintf("%s: a renewal of epoch %d of %s returned %v after the session ended (%s): %s",
-					op.Worker, op.Call.Epoch, op.Call.Resource, late.Round(time.Millisecond), op.Result(), op.Ret.Err))
+			// The renewal's commit: the last that began within the call
+			// (the worker's store has one connection, and its session's
+			// other calls wait for the renewal).
+			var commit int64
+			for _, c := range h.LessorCommits[op.Worker] {
+				if c >= op.Call.T && c <= op.Ret.T {
+					commit = c
+				}
+			}
+			if commit == 0 {
+				continue // cut off, or failed, before it committed
+			}
+			late := time.Duration(commit - end)
+			if late-h.starvedBetween(op.Worker, end, commit) > tolerance && !h.stoppedBetween(op.Worker, end, commit) {
+				bad = append(bad, fmt.Sprintf("%s: a renewal of epoch %d of %s began to commit %v after the session ended (%s)",
+					op.Worker, op.Call.Epoch, op.Call.Resource, late.Round(time.Millisecond), op.Result()))
 			}
 		}
 		return bad

@@ -42,6 +42,13 @@ type Done struct {
 // epoch.
 type Interval struct{ From, To int64 }
 
+// Starvation is a span in which a worker's reference timer fired Late
+// nanoseconds late in all.
+type Starvation struct {
+	Interval
+	Late int64
+}
+
 // Row is a business row as the database holds it afterwards.
 type Row struct {
 	Resource     string
@@ -57,7 +64,11 @@ type History struct {
 	// Stopped holds each worker's stops (SIGSTOP to SIGCONT), by holder;
 	// Starved, the spans in which its reference timer could not fire
 	// (from its "starved" records).
-	Stopped, Starved map[string][]Interval
+	Stopped map[string][]Interval
+	Starved map[string][]Starvation
+	// LessorCommits are the moments each worker's transactions on the
+	// lessor's file began to commit.
+	LessorCommits map[string][]int64
 	// What the databases hold afterwards: the business rows, the fence
 	// and the counter per resource, and the lessor's last epoch per
 	// resource.
@@ -108,11 +119,16 @@ func (h *History) add(worker string, rec Record, open map[int64]*Op) error {
 		op.Commit = &rec
 	case "done":
 		h.Dones = append(h.Dones, Done{Worker: worker, Record: rec})
+	case "lessor-commit":
+		if h.LessorCommits == nil {
+			h.LessorCommits = map[string][]int64{}
+		}
+		h.LessorCommits[worker] = append(h.LessorCommits[worker], rec.T)
 	case "starved":
 		if h.Starved == nil {
-			h.Starved = map[string][]Interval{}
+			h.Starved = map[string][]Starvation{}
 		}
-		h.Starved[worker] = append(h.Starved[worker], Interval{From: rec.T - rec.Late, To: rec.T})
+		h.Starved[worker] = append(h.Starved[worker], Starvation{Interval: Interval{From: rec.At, To: rec.T}, Late: rec.Late})
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,6 +150,27 @@ func RunWorker() int {
 }
 
 func (w *worker) run(ctx context.Context) error {
+	// SQLite's commit hook runs inside each commit of a connection.
+	modernc.RegisterConnectionHook(func(conn modernc.ExecQuerierContext, dsn string) error {
+		switch {
+		case dsn == w.cfg.DSN: // the worker's own database, on SQLite
+			conn.(modernc.HookRegisterer).RegisterCommitHook(func() int32 {
+				if w.committing.CompareAndSwap(true, false) {
+					w.at("committing")
+				}
+				return 0
+			})
+		case strings.HasPrefix(dsn, w.cfg.Lessor+"?"): // the lessor's file
+			// When a lessor's transaction began to commit: past the
+			// context's last check, where a session's end can no longer
+			// stop it.
+			conn.(modernc.HookRegisterer).RegisterCommitHook(func() int32 {
+				w.emit(&Record{Kind: "lessor-commit"})
+				return 0
+			})
+		}
+		return nil
+	})
 	db, err := w.open()
 	if err != nil {
 		return err
@@ -209,7 +231,10 @@ func (w *worker) job(ctx context.Context, lessor leases.Lessor, db *sql.DB, fenc
 	go func() {
 		defer close(doneLogged)
 		<-s.Done()
-		r := Record{Kind: "done", Resource: resource, Epoch: s.Epoch(), Deadline: s.Deadline().UnixMilli(), Err: fmt.Sprint(s.Err())}
+		// When Done was seen closed, before anything else can delay it.
+		at, tick := time.Now().UnixNano(), clock.Wall{}.Now()
+		r := Record{Kind: "done", At: at, Now: tick, Resource: resource, Epoch: s.Epoch(),
+			Deadline: s.Deadline().UnixMilli(), Err: fmt.Sprint(s.Err())}
 		w.emit(&r)
 	}()
 	// The work runs under the session's context and the worker's: it
@@ -299,10 +324,11 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 
 // open opens the worker's own database, one connection, with a way for
 // the controller to hold a tenure's transaction inside its COMMIT: on
-// SQLite, the commit hook runs in the commit, with the write lock held and
-// nothing visible yet, past every check of the context; on PostgreSQL,
-// the connection announces a COMMIT it has written, and the controller
-// stops the backend (and the worker) with the COMMIT on its way.
+// SQLite, the commit hook (see run) runs in the commit, with the write
+// lock held and nothing visible yet, past every check of the context; on
+// PostgreSQL, the connection announces a COMMIT it has written, and the
+// controller stops the backend (and the worker) with the COMMIT on its
+// way.
 func (w *worker) open() (*sql.DB, error) {
 	var db *sql.DB
 	if w.cfg.Dialect == fence.PostgreSQL {
@@ -319,17 +345,6 @@ func (w *worker) open() (*sql.DB, error) {
 		}
 		db = stdlib.OpenDB(*config)
 	} else {
-		modernc.RegisterConnectionHook(func(conn modernc.ExecQuerierContext, dsn string) error {
-			if dsn == w.cfg.DSN {
-				conn.(modernc.HookRegisterer).RegisterCommitHook(func() int32 {
-					if w.committing.CompareAndSwap(true, false) {
-						w.at("committing")
-					}
-					return 0
-				})
-			}
-			return nil
-		})
 		var err error
 		if db, err = sql.Open("sqlite", w.cfg.DSN); err != nil {
 			return nil, err
@@ -389,23 +404,34 @@ func (w *worker) announce(r Record) bool {
 
 // Starvation is how the worker tells a late timer of the library's from
 // a process that got no CPU: a reference timer fires every starvationTick,
-// and when it fires later than starvedAfter, the worker records how late.
+// and the worker adds up how late it fired (beyond a millisecond) and
+// records the sum once it reaches starvedRecord, or every starvedFlush.
 // A stopped process, and one that a busy machine did not schedule, see
 // every timer fire late alike; the session's timer being late while the
 // reference's was not is the library's fault.
 const (
 	starvationTick = 5 * time.Millisecond
-	starvedAfter   = 10 * time.Millisecond
+	starvedRecord  = 10 * time.Millisecond
+	starvedFlush   = 100 * time.Millisecond
 )
 
 // watchStarvation runs the reference timer for the life of the process.
 func (w *worker) watchStarvation() {
+	var sum time.Duration
+	var since time.Time
 	for {
 		due := time.Now().Add(starvationTick)
 		timer := time.NewTimer(starvationTick)
 		<-timer.C
-		if late := time.Since(due); late > starvedAfter {
-			w.emit(&Record{Kind: "starved", Late: late.Nanoseconds()})
+		if late := time.Since(due); late > time.Millisecond {
+			if sum == 0 {
+				since = due
+			}
+			sum += late
+		}
+		if sum >= starvedRecord || (sum > 0 && time.Since(since) >= starvedFlush) {
+			w.emit(&Record{Kind: "starved", At: since.UnixNano(), Late: sum.Nanoseconds()})
+			sum = 0
 		}
 	}
 }
