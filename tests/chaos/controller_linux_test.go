@@ -227,10 +227,6 @@ func (c *controller) start(ctx context.Context, slot string) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		c.t.Fatal(err)
-	}
 	p := &proc{slot: slot, holder: env.Holder, stderr: &tail{}}
 	childIn, stdin, err := os.Pipe()
 	if err != nil {
@@ -240,8 +236,10 @@ func (c *controller) start(ctx context.Context, slot string) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	p.cmd = exec.Command(exe, "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), roleEnv+"=worker", chaos.WorkerEnv+"="+string(config))
+	if p.cmd, err = workerRole.Command(); err != nil {
+		c.t.Fatal(err)
+	}
+	p.cmd.Env = append(p.cmd.Env, chaos.WorkerEnv+"="+string(config))
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = childIn, childOut, p.stderr
 	// A stopped worker cannot see its input end: the kernel kills it
 	// when the controller's thread dies.

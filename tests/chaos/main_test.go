@@ -1,30 +1,17 @@
 package chaos_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
+	"leases/internal/roles"
 	"leases/tests/chaos"
 )
 
-// roleEnv names the role the test binary plays when it is re-executed:
-// one of roles. Unset, it runs the tests.
-const roleEnv = "LEASES_CHAOS_ROLE"
-
-// roles are what this binary can be re-executed as.
-var roles = map[string]func() int{
-	"worker": chaos.RunWorker,
-}
+// workerRole is the test binary re-executed as a chaos worker.
+var workerRole = roles.Register("chaos-worker", func([]string) int { return chaos.RunWorker() })
 
 func TestMain(m *testing.M) {
-	if name := os.Getenv(roleEnv); name != "" {
-		role, ok := roles[name]
-		if !ok {
-			fmt.Fprintf(os.Stderr, "chaos: %s=%q names no role\n", roleEnv, name)
-			os.Exit(2)
-		}
-		os.Exit(role())
-	}
-	os.Exit(m.Run())
+	roles.Run()
+	os.Exit(roles.CheckUnused(m.Run()))
 }
