@@ -74,14 +74,17 @@ func (tn *Tenure) Epoch() int64 { return tn.epoch }
 // transaction on the tenure's database with ctx and opts, admits it
 // ([Table.Admit]: the fence row is then locked until the transaction
 // ends), runs fn, and commits. Pass the session's context: a transaction
-// whose session has ended by the commit is rolled back, not committed.
+// whose session has ended before the commit is rolled back, not
+// committed; one whose session ends while its COMMIT is on its way has an
+// unknown outcome.
 //
 // The error says which of these happened:
 //   - ErrSuperseded: a newer epoch reached the table; nothing committed,
 //     and this holder must stop.
 //   - fn's error: rolled back, fn's error returned (wrapped).
-//   - leases.ErrOutcomeUnknown: the commit was sent and failed; it may
-//     have committed. Read your rows (or the fence row) before retrying.
+//   - leases.ErrOutcomeUnknown: the commit was sent and failed, also
+//     when ctx ended while it was on its way; it may have committed.
+//     Read your rows (or the fence row) before retrying.
 //   - anything else (also ctx's end): a failure before commit, nothing
 //     committed; the transaction may be retried while the lease lasts.
 //
@@ -129,9 +132,14 @@ func (tn *Tenure) inTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql
 		return errors.Join(notCommitted(ctx), ignoreDone(tx.Rollback()))
 	}
 	if err := tx.Commit(); err != nil {
-		if ctx.Err() != nil && (errors.Is(err, sql.ErrTxDone) || err == ctx.Err()) {
-			// database/sql rolled the transaction back, or refused to
-			// send the commit, because ctx ended: nothing committed.
+		// Nothing committed only if the commit never reached the driver:
+		// database/sql rolled the transaction back because ctx ended
+		// (ErrTxDone), or refused to send the commit and left the
+		// transaction open (a rollback then still finds it open). Once
+		// the commit was sent, an error is an unknown outcome, whatever it
+		// says: a driver may answer ctx's end with ctx's own error after
+		// the COMMIT went out (pgx does), and the server may commit it.
+		if rollback := tx.Rollback(); ctx.Err() != nil && (errors.Is(err, sql.ErrTxDone) || !errors.Is(rollback, sql.ErrTxDone)) {
 			return notCommitted(ctx)
 		}
 		return outcome.Unknown(ctx, fmt.Errorf("commit failed: %w", err))

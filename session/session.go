@@ -104,7 +104,9 @@ func (s *Session) Deadline() time.Time {
 // at Deadline at the latest whatever a renewal is doing, and then
 // context.Cause gives the session's error (matching ErrEnded). Run the
 // work the lease guards under it, database transactions included: a
-// transaction begun with it is rolled back, not committed, once it ends.
+// transaction begun with it is rolled back, not committed, if it ends
+// before the COMMIT is sent (one whose COMMIT is on its way has an
+// unknown outcome).
 func (s *Session) Context() context.Context { return s.ctx }
 
 // Done is closed when the session ends: at Deadline at the latest, on a

@@ -65,10 +65,13 @@ func start(ctx context.Context, lessor leases.Lessor, resource, holder string, s
 // have expired, or for a change such as a release where the lessor is a
 // [leases.Watcher]), a tick that ran backwards because another caller's
 // clock is ahead, a failure before commit, an unknown outcome (with a
-// backoff with jitter for failures). It returns other errors only for
-// invalid input and for a store that can answer nothing more until it is
-// opened again. It is granted when the lessor grants, never earlier: the
-// order of grants comes only from the lessor's transactions.
+// backoff with jitter for failures), and a grant whose answer came back
+// after the session's deadline (the session would have ended before it
+// began: it is released, and Wait waits again). It returns other errors
+// only for invalid input and for a store that can answer nothing more
+// until it is opened again. It is granted when the lessor grants, never
+// earlier: the order of grants comes only from the lessor's
+// transactions. The session it returns is live.
 func Wait(ctx context.Context, lessor leases.Lessor, resource, holder string, opts Options) (*Session, error) {
 	set, err := opts.settings(lessor)
 	if err != nil {
@@ -93,8 +96,21 @@ func Wait(ctx context.Context, lessor leases.Lessor, resource, holder string, op
 		}
 		s, err := start(ctx, lessor, resource, holder, set)
 		if err == nil {
+			if err = s.Check(); err == nil {
+				stopWatching()
+				return s, nil
+			}
+			// Granted, but the answer came back after the session's
+			// deadline (a store that stalled for longer than the TTL less
+			// the margin): a session that has ended is no lease to work
+			// under. Release what may still be live, and try again at
+			// once: the stall, not the store, was the trouble, and it took
+			// longer than a backoff would.
+			set.log.Warn("waiting for a lease: granted after the session's deadline, trying again",
+				"resource", resource, "holder", holder, "epoch", s.Epoch(), "error", err.Error())
+			_ = s.Close(ctx)
 			stopWatching()
-			return s, nil
+			continue
 		}
 		var (
 			until  int64

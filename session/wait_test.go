@@ -257,3 +257,40 @@ func TestAClockBehindIsNotTheCallersError(t *testing.T) {
 		t.Fatalf("B: %+v, %v; want epoch 2 granted at tick 2", r.s, r.err)
 	}
 }
+
+// slowGrant is a lessor whose first grant comes back only once the clock
+// has reached late: the answer of a store that stalled.
+type slowGrant struct {
+	leases.Lessor
+	clk  *clock.Manual
+	late int64
+	once sync.Once
+}
+
+func (l *slowGrant) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
+	lease, err := l.Lessor.Acquire(ctx, resource, holder, ttl)
+	l.once.Do(func() { err = errors.Join(err, l.clk.Advance(l.late)) })
+	return lease, err
+}
+
+// A grant whose answer comes back after the session's deadline is no
+// lease to work under: Wait releases it and waits again, and returns a
+// session that is live. (The chaos test met this: a worker stopped while
+// it held the lessor's write lock held every other acquire past its
+// deadline, and Do then ran its work with a context that had ended.)
+func TestWaitReturnsOnlyALiveSession(t *testing.T) {
+	b := newBench(t)
+	opts := session.Options{TTL: 10 * tick, Margin: 2 * tick}
+	lessor := &slowGrant{Lessor: b.lessor, clk: b.clk, late: 9} // the deadline is at 8
+	r := b.result(b.waitIn(lessor, "B", opts))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if err := r.s.Check(); err != nil || r.s.Epoch() != 2 || r.s.Lease().GrantedAt != 9 {
+		t.Fatalf("Wait returned epoch %d granted at tick %d, checking %v; want a live session, epoch 2 granted at tick 9",
+			r.s.Epoch(), r.s.Lease().GrantedAt, err)
+	}
+	if _, live, err := b.auth.Holder(b.ctx, "r", 9); err != nil || !live {
+		t.Fatalf("the holder at tick 9: live %v, %v", live, err)
+	}
+}

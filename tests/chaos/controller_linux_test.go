@@ -1,0 +1,659 @@
+package chaos_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"leases/fence"
+	"leases/internal/testctx"
+	"leases/postgres/pgtest"
+	"leases/sqlite"
+	"leases/tests/chaos"
+)
+
+// Config is one run of the chaos test: its workers, its leases, how long
+// it runs, and its faults' parameters.
+type Config struct {
+	Dialect            fence.Dialect // the workers' own database
+	Workers, Resources int
+	TTL                time.Duration
+	TxPerTenure        int
+	Work               time.Duration // the most a worker works before each transaction
+	// Run for at least this long, and until every kind of fault has
+	// happened at least once.
+	Duration time.Duration
+	Seed     uint64
+	// Every stop lasts from PauseMin to PauseMax: longer than the TTL,
+	// so that the lease is given away meanwhile.
+	PauseMin, PauseMax time.Duration
+	// The chance of a fault at each announced point.
+	PauseAfterCheck, PauseInTx, KillInTx, PauseInLessor, CommitHeld float64
+	// A fault at a random moment comes every RandomMin to RandomMax; it
+	// is a kill with chance RandomKill, a stop otherwise.
+	RandomMin, RandomMax time.Duration
+	RandomKill           float64
+	// The PostgreSQL server is killed every CrashMin to CrashMax.
+	CrashMin, CrashMax time.Duration
+}
+
+// The kinds of faults, as the figures name them.
+const (
+	faultPauseAfterCheck = "stop after Check"
+	faultPauseInTx       = "stop between the fence and COMMIT"
+	faultCommitHeld      = "COMMIT held past the TTL"
+	faultPauseInLessor   = "stop holding the lessor's write lock while another worker holds a lease"
+	faultPauseRandom     = "stop at a random moment"
+	faultKillInTx        = "kill between the fence and COMMIT"
+	faultKillRandom      = "kill at a random moment"
+	faultServerCrash     = "database server killed and restarted"
+)
+
+// proc is the controller's end of one worker process.
+type proc struct {
+	slot, holder string
+	cmd          *exec.Cmd
+	stdin        *os.File
+	out          bytes.Buffer // every line it wrote; the reader's until exited
+	stderr       *tail
+	pausedSince  int64         // when it was stopped; 0 while it runs
+	pendingAt    *chaos.Record // a point it announced while stopped
+	parked       bool          // waiting at a point for the answer
+	holding      bool          // holds a session (from Wait's return to its Done)
+	killed       bool
+	exited       bool
+}
+
+type (
+	atEvent struct {
+		p  *proc
+		at chaos.Record
+	}
+	exitEvent struct {
+		p   *proc
+		err error
+	}
+	resumeEvent struct {
+		p      *proc
+		answer string
+	}
+	// backendEvent ends the stop of a worker's database backend.
+	backendEvent struct{ pid int }
+	// holdingEvent: a worker's session began or ended.
+	holdingEvent struct {
+		p       *proc
+		holding bool
+	}
+	randomEvent  struct{}
+	crashEvent   struct{}
+	crashedEvent struct {
+		err      error
+		from, to int64
+	}
+	stopEvent struct{}
+)
+
+// controller runs the workers and the faults of one run.
+type controller struct {
+	t        *testing.T
+	cfg      Config
+	rng      *rand.Rand
+	events   chan any
+	env      chaos.WorkerConfig // every worker's, but for its holder and seed
+	server   *pgtest.Server     // nil on SQLite
+	procs    []*proc            // every incarnation
+	live     map[string]*proc   // by slot
+	began    time.Time
+	stopping bool
+	crashing bool
+	faults   map[string]int
+	stopped  map[string][]chaos.Interval
+	downtime []time.Duration
+	// backends are the database backends stopped now, to continue by
+	// the end whatever happens: a stopped backend would hold the server's
+	// shutdown forever.
+	backends map[int]bool
+	failures []string
+}
+
+func run(t *testing.T, cfg Config) {
+	ctx := testctx.Context(t)
+	dir := t.TempDir()
+	c := &controller{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1)), events: make(chan any, 64),
+		live: map[string]*proc{}, faults: map[string]int{}, stopped: map[string][]chaos.Interval{}, backends: map[int]bool{}}
+	t.Logf("seed %d (LEASES_CHAOS_SEED replays the same choices of faults)", cfg.Seed)
+	c.env = chaos.WorkerConfig{Lessor: dir + "/leases.db", Dialect: fence.SQLite, DSN: "file:" + dir + "/app.db" + sqliteParams,
+		TTL: cfg.TTL, TxPerTenure: cfg.TxPerTenure, Work: cfg.Work}
+	for i := range cfg.Resources {
+		c.env.Resources = append(c.env.Resources, fmt.Sprintf("job-%d", i))
+	}
+	if cfg.Dialect == fence.PostgreSQL {
+		c.server = pgtest.New(t)
+		c.env.Dialect, c.env.DSN = fence.PostgreSQL, c.server.DSN("postgres")
+	}
+	c.setup(ctx)
+	c.began = time.Now()
+	for i := range cfg.Workers {
+		c.start(ctx, fmt.Sprintf("w%d", i+1))
+	}
+	time.AfterFunc(c.interval(cfg.RandomMin, cfg.RandomMax), func() { c.events <- randomEvent{} })
+	if c.server != nil {
+		time.AfterFunc(c.interval(cfg.CrashMin, cfg.CrashMax), func() { c.events <- crashEvent{} })
+	}
+	time.AfterFunc(cfg.Duration, func() { c.events <- stopEvent{} })
+	c.loop(ctx)
+	ran := time.Since(c.began)
+	if len(c.failures) > 0 {
+		t.Fatalf("the run failed:\n%s", strings.Join(c.failures, "\n"))
+	}
+	h := c.history(ctx)
+	c.check(h, ran)
+}
+
+// keepEnv names a directory where each worker's records are kept, one
+// file per process, for a look after the run.
+const keepEnv = "LEASES_CHAOS_KEEP"
+
+// sqliteParams are the worker database's: the write lock at BEGIN, an
+// explicit busy timeout, WAL (docs/service.md).
+const sqliteParams = "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+
+// setup creates the lessor's file, the fence table and the business
+// tables, with a counter at zero for each resource.
+func (c *controller) setup(ctx context.Context) {
+	store, err := sqlite.Open(ctx, c.env.Lessor)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		c.t.Fatal(err)
+	}
+	db := c.open()
+	defer db.Close()
+	fences, err := fence.New(c.env.Dialect, fence.DefaultTable)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := fences.Create(ctx, db); err != nil {
+		c.t.Fatal(err)
+	}
+	for _, ddl := range chaos.Schema() {
+		if _, err := db.ExecContext(ctx, ddl); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	for _, r := range c.env.Resources {
+		if _, err := db.ExecContext(ctx, `INSERT INTO chaos_counters (resource, seq) VALUES ('`+r+`', 0)`); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
+func (c *controller) open() *sql.DB {
+	db, err := sql.Open(chaos.Driver(c.env.Dialect), c.env.DSN)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	return db
+}
+
+// start starts a worker process in slot, as a new holder.
+func (c *controller) start(ctx context.Context, slot string) {
+	incarnation := 1
+	for _, p := range c.procs {
+		if p.slot == slot {
+			incarnation++
+		}
+	}
+	env := c.env
+	env.Holder = fmt.Sprintf("%s.%d", slot, incarnation)
+	env.Seed = c.rng.Uint64()
+	config, err := json.Marshal(env)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	p := &proc{slot: slot, holder: env.Holder, stderr: &tail{}}
+	childIn, stdin, err := os.Pipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	stdout, childOut, err := os.Pipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if p.cmd, err = workerRole.Command(); err != nil {
+		c.t.Fatal(err)
+	}
+	p.cmd.Env = append(p.cmd.Env, chaos.WorkerEnv+"="+string(config))
+	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = childIn, childOut, p.stderr
+	// A stopped worker cannot see its input end: the kernel kills it
+	// when the controller's thread dies.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	_ = childIn.Close()
+	_ = childOut.Close()
+	p.stdin = stdin
+	c.procs = append(c.procs, p)
+	c.live[slot] = p
+	go c.read(p, stdout)
+}
+
+// read forwards p's announcements to the loop and keeps every line; at
+// the end of its output it waits for the process and reports its exit.
+func (c *controller) read(p *proc, stdout *os.File) {
+	defer stdout.Close()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	waits := map[int64]bool{}
+	for lines.Scan() {
+		p.out.Write(lines.Bytes())
+		p.out.WriteByte('\n')
+		var r chaos.Record
+		if json.Unmarshal(lines.Bytes(), &r) != nil {
+			continue // a line cut short by a kill
+		}
+		switch {
+		case r.Kind == "at":
+			c.events <- atEvent{p, r}
+		case r.Kind == "call" && r.Op == "wait":
+			waits[r.ID] = true
+		case r.Kind == "ret" && waits[r.ID]:
+			c.events <- holdingEvent{p, r.Result == "ok"}
+		case r.Kind == "done":
+			c.events <- holdingEvent{p, false}
+		}
+	}
+	c.events <- exitEvent{p, p.cmd.Wait()}
+}
+
+// loop runs the workers until the run stops and every worker has
+// exited.
+func (c *controller) loop(ctx context.Context) {
+	defer func() {
+		for pid := range c.backends {
+			c.continueBackend(pid)
+		}
+	}()
+	for {
+		if c.stopping && len(c.live) == 0 && !c.crashing {
+			return
+		}
+		var ev any
+		select {
+		case ev = <-c.events:
+		case <-ctx.Done():
+			c.failures = append(c.failures, fmt.Sprintf("the run did not end: %v", context.Cause(ctx)))
+			for _, p := range c.live {
+				_ = p.cmd.Process.Kill()
+			}
+			return
+		}
+		switch ev := ev.(type) {
+		case atEvent:
+			c.at(ev.p, ev.at)
+		case holdingEvent:
+			ev.p.holding = ev.holding
+		case backendEvent:
+			c.continueBackend(ev.pid)
+		case resumeEvent:
+			c.resume(ev.p, ev.answer)
+		case exitEvent:
+			c.exited(ctx, ev.p, ev.err)
+		case randomEvent:
+			c.random()
+		case crashEvent:
+			c.crash(ctx)
+		case crashedEvent:
+			c.crashing = false
+			if ev.err != nil {
+				c.failures = append(c.failures, ev.err.Error())
+				c.stop()
+				continue
+			}
+			c.stopped["server"] = append(c.stopped["server"], chaos.Interval{From: ev.from, To: ev.to})
+			c.downtime = append(c.downtime, time.Duration(ev.to-ev.from))
+			if !c.stopping {
+				time.AfterFunc(c.interval(c.cfg.CrashMin, c.cfg.CrashMax), func() { c.events <- crashEvent{} })
+			}
+		case stopEvent:
+			if missing := c.missing(); len(missing) > 0 && time.Since(c.began) < 10*c.cfg.Duration {
+				time.AfterFunc(c.cfg.TTL, func() { c.events <- stopEvent{} })
+				continue
+			}
+			c.stop()
+		}
+	}
+}
+
+// kinds are the faults of this run.
+func (c *controller) kinds() []string {
+	kinds := []string{faultPauseAfterCheck, faultPauseInTx, faultCommitHeld, faultPauseInLessor, faultPauseRandom, faultKillInTx, faultKillRandom}
+	if c.server != nil {
+		kinds = append(kinds, faultServerCrash)
+	}
+	return kinds
+}
+
+// missing are the kinds of faults that have not happened yet.
+func (c *controller) missing() []string {
+	var missing []string
+	for _, k := range c.kinds() {
+		if c.faults[k] == 0 {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}
+
+// chance decides a fault of kind with probability p, or for certain once
+// a third of the run has passed without one.
+func (c *controller) chance(kind string, p float64) bool {
+	if c.faults[kind] == 0 && time.Since(c.began) > c.cfg.Duration/3 {
+		return true
+	}
+	return c.rng.Float64() < p
+}
+
+// at answers a worker that reached point: go on, or a fault there.
+func (c *controller) at(p *proc, at chaos.Record) {
+	if p.killed || p.exited {
+		return
+	}
+	if p.pausedSince != 0 {
+		p.pendingAt = &at // answered when it continues
+		return
+	}
+	p.parked = true
+	point := at.Point
+	switch {
+	case c.stopping:
+		c.answer(p, "stop")
+	case point == "checked" && c.chance(faultPauseAfterCheck, c.cfg.PauseAfterCheck):
+		c.pause(p, faultPauseAfterCheck, "go", 0)
+	case point == "fenced" && c.chance(faultKillInTx, c.cfg.KillInTx):
+		c.kill(p, faultKillInTx)
+	case point == "fenced" && c.chance(faultPauseInTx, c.cfg.PauseInTx):
+		c.pause(p, faultPauseInTx, "go", 0)
+	case point == "committing" && c.chance(faultCommitHeld, c.cfg.CommitHeld):
+		// On PostgreSQL the worker's backend too, which holds the
+		// transaction and has the COMMIT to read.
+		c.pause(p, faultCommitHeld, "go", at.Pid)
+	case point == "lessor-locked" && c.othersHold(p) && c.chance(faultPauseInLessor, c.cfg.PauseInLessor):
+		c.pause(p, faultPauseInLessor, "go", 0)
+	default:
+		c.answer(p, "go")
+	}
+}
+
+// continueBackend continues a stopped database backend (one that the
+// server's crash killed meanwhile is gone, and so is the error).
+func (c *controller) continueBackend(pid int) {
+	if c.backends[pid] {
+		delete(c.backends, pid)
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
+}
+
+// othersHold reports whether a worker other than p holds a session and
+// runs: one whose renewals a stop of p holding the lessor's write lock
+// holds up, and whose session must still end on time.
+func (c *controller) othersHold(p *proc) bool {
+	for _, q := range c.live {
+		if q != p && q.holding && !q.killed && q.pausedSince == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *controller) answer(p *proc, answer string) {
+	p.parked = false
+	if _, err := p.stdin.WriteString(answer + "\n"); err != nil && !p.killed && !c.stopping {
+		c.failures = append(c.failures, fmt.Sprintf("answer %s: %v%s", p.holder, err, p.stderr.saying()))
+	}
+}
+
+// pause stops p with SIGSTOP for a fault's length, and with it the
+// database backend backend (when not 0); then both continue, p with
+// answer if it waits for one. The answer is written before SIGCONT, so
+// that p goes on from where it stopped at once.
+func (c *controller) pause(p *proc, kind, answer string, backend int) {
+	if backend != 0 {
+		if err := syscall.Kill(backend, syscall.SIGSTOP); err != nil {
+			c.failures = append(c.failures, fmt.Sprintf("stop the backend %d of %s: %v", backend, p.holder, err))
+			return
+		}
+		c.backends[backend] = true
+		time.AfterFunc(c.interval(c.cfg.PauseMin, c.cfg.PauseMax), func() { c.events <- backendEvent{backend} })
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		c.failures = append(c.failures, fmt.Sprintf("stop %s: %v", p.holder, err))
+		return
+	}
+	p.pausedSince = time.Now().UnixNano()
+	c.faults[kind]++
+	time.AfterFunc(c.interval(c.cfg.PauseMin, c.cfg.PauseMax), func() { c.events <- resumeEvent{p, answer} })
+}
+
+func (c *controller) resume(p *proc, answer string) {
+	if p.killed || p.exited {
+		return
+	}
+	if answer != "" {
+		if c.stopping {
+			answer = "stop"
+		}
+		c.answer(p, answer)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		c.failures = append(c.failures, fmt.Sprintf("continue %s: %v", p.holder, err))
+	}
+	c.stopped[p.holder] = append(c.stopped[p.holder], chaos.Interval{From: p.pausedSince, To: time.Now().UnixNano()})
+	p.pausedSince = 0
+	if at := p.pendingAt; at != nil {
+		p.pendingAt = nil
+		c.at(p, *at)
+	}
+}
+
+func (c *controller) kill(p *proc, kind string) {
+	p.killed = true
+	_ = p.cmd.Process.Kill()
+	c.faults[kind]++
+	if p.pausedSince != 0 {
+		c.stopped[p.holder] = append(c.stopped[p.holder], chaos.Interval{From: p.pausedSince, To: time.Now().UnixNano()})
+		p.pausedSince = 0
+	}
+}
+
+// random makes a fault at a random moment: a running worker that is not
+// waiting at a point is stopped, or killed.
+func (c *controller) random() {
+	if c.stopping {
+		return
+	}
+	var running []*proc
+	for _, slot := range sortedKeys(c.live) {
+		if p := c.live[slot]; p.pausedSince == 0 && !p.parked && !p.killed {
+			running = append(running, p)
+		}
+	}
+	if len(running) > 0 {
+		p := running[c.rng.IntN(len(running))]
+		if c.chance(faultKillRandom, c.cfg.RandomKill) {
+			c.kill(p, faultKillRandom)
+		} else {
+			c.pause(p, faultPauseRandom, "", 0)
+		}
+	}
+	time.AfterFunc(c.interval(c.cfg.RandomMin, c.cfg.RandomMax), func() { c.events <- randomEvent{} })
+}
+
+// crash kills the database server and starts it again, in a goroutine of
+// its own: the workers go on meanwhile.
+func (c *controller) crash(ctx context.Context) {
+	if c.stopping {
+		return
+	}
+	c.crashing = true
+	c.faults[faultServerCrash]++
+	go func() {
+		from := time.Now().UnixNano()
+		err := c.server.Crash(ctx)
+		if err == nil {
+			err = c.server.Restart(ctx)
+		}
+		c.events <- crashedEvent{err: err, from: from, to: time.Now().UnixNano()}
+	}()
+}
+
+func (c *controller) exited(ctx context.Context, p *proc, err error) {
+	p.exited = true
+	delete(c.live, p.slot)
+	switch {
+	case p.killed:
+		if !c.stopping {
+			c.start(ctx, p.slot) // a new process, a new holder
+		}
+	case err != nil || !c.stopping:
+		c.failures = append(c.failures, fmt.Sprintf("worker %s exited by itself (%v)%s", p.holder, err, p.stderr.saying()))
+		c.stop()
+	}
+}
+
+// stop ends the run: every worker's input is closed, which it takes as
+// the order to end its job and exit; a stopped one sees it when it
+// continues.
+func (c *controller) stop() {
+	if c.stopping {
+		return
+	}
+	c.stopping = true
+	for _, p := range c.live {
+		_ = p.stdin.Close()
+	}
+}
+
+// interval is a random duration from lo to hi.
+func (c *controller) interval(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(c.rng.Int64N(int64(hi-lo)+1))
+}
+
+// history gathers the workers' records and the databases' final state.
+func (c *controller) history(ctx context.Context) *chaos.History {
+	h := &chaos.History{Stopped: c.stopped, Fences: map[string]int64{}, Counters: map[string]int64{}, Epochs: map[string]int64{}}
+	if dir := os.Getenv(keepEnv); dir != "" {
+		if err := os.MkdirAll(filepath.Join(dir, c.t.Name()), 0o755); err != nil {
+			c.t.Error(err)
+		}
+		stops, _ := json.Marshal(c.stopped)
+		if err := os.WriteFile(filepath.Join(dir, c.t.Name(), "stopped.json"), stops, 0o644); err != nil {
+			c.t.Error(err)
+		}
+		for _, p := range c.procs {
+			if err := os.WriteFile(filepath.Join(dir, c.t.Name(), p.holder+".jsonl"), p.out.Bytes(), 0o644); err != nil {
+				if err = os.MkdirAll(filepath.Join(dir, c.t.Name()), 0o755); err == nil {
+					err = os.WriteFile(filepath.Join(dir, c.t.Name(), p.holder+".jsonl"), p.out.Bytes(), 0o644)
+				}
+				if err != nil {
+					c.t.Error(err)
+				}
+			}
+		}
+	}
+	for _, p := range c.procs {
+		if err := h.Read(p.holder, &p.out); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	db := c.open()
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT resource, seq, epoch, writer, op FROM chaos_rows`)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for rows.Next() {
+		var r chaos.Row
+		if err := rows.Scan(&r.Resource, &r.Seq, &r.Epoch, &r.Writer, &r.OpID); err != nil {
+			c.t.Fatal(err)
+		}
+		h.Rows = append(h.Rows, r)
+	}
+	if err := rows.Err(); err != nil {
+		c.t.Fatal(err)
+	}
+	readPairs(ctx, c.t, db, `SELECT resource, epoch FROM `+fence.DefaultTable, h.Fences)
+	readPairs(ctx, c.t, db, `SELECT resource, seq FROM chaos_counters`, h.Counters)
+	lessor, err := sql.Open("sqlite", "file:"+c.env.Lessor+"?mode=ro")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer lessor.Close()
+	readPairs(ctx, c.t, lessor, `SELECT resource, epoch FROM authority_leases`, h.Epochs)
+	return h
+}
+
+func readPairs(ctx context.Context, t *testing.T, db *sql.DB, query string, into map[string]int64) {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var v int64
+		if err := rows.Scan(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		into[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tail keeps the last few KiB a worker wrote on its standard error.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 4<<10 {
+		t.buf = t.buf[len(t.buf)-4<<10:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) saying() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := strings.TrimSpace(string(t.buf)); s != "" {
+		return "; its last words: " + s
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,19 @@
+// Package chaos is the chaos test of the service path: worker processes
+// that do what docs/service.md tells a service to do (session.Wait on a
+// shared lessor, fence.Tenure in their own database, transactions that
+// insert business rows, Close), while the test stops them with SIGSTOP at
+// the points that matter and at random, kills them with SIGKILL and
+// starts them again, and kills the database server and restarts it.
+//
+// Every worker records each operation it makes, with the wall-clock
+// times of its invocation and its return, as JSON lines on its standard
+// output. From those records and from what the databases hold afterwards,
+// the test checks the safety properties of the path directly (epochs in
+// commit order, the fence, who was granted what, the session's checks and
+// its end) and checks the whole history of grants, renewals, releases
+// and fenced transactions for linearizability against a sequential model
+// of the authority and the fence (github.com/anishathalye/porcupine).
+//
+// The worker role, the records and the checks are portable code; the
+// controller, which sends signals and runs PostgreSQL, runs on Linux.
+package chaos

@@ -1,0 +1,154 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"leases"
+)
+
+// history builds a History from operations written one per line:
+// "worker op resource epoch now ttl -> result [epoch expires] [seq N]"
+// in the order of their calls, each returning before the next begins,
+// unless its result is "killed" or "unknown" (open to the end).
+type scripted struct {
+	h *History
+	t int64
+}
+
+func newScripted() *scripted {
+	return &scripted{h: &History{Fences: map[string]int64{}, Counters: map[string]int64{}, Epochs: map[string]int64{}}}
+}
+
+// op adds an operation of worker that returns result; lease, when not
+// nil, is what it returned.
+func (s *scripted) op(worker, op string, call Record, result string, ret Record) *Op {
+	s.t += 10
+	call.Kind, call.Op, call.T = "call", op, s.t
+	if call.Holder == "" {
+		call.Holder = worker
+	}
+	o := &Op{Worker: worker, Call: call}
+	if result != resultKilled {
+		s.t += 10
+		ret.Kind, ret.Result, ret.T = "ret", result, s.t
+		o.Ret = &ret
+	}
+	if op == "tx" {
+		commit := Record{Kind: "commit", T: call.T + 1}
+		o.Commit = &commit
+	}
+	s.h.Ops = append(s.h.Ops, o)
+	return o
+}
+
+func (s *scripted) acquire(worker string, now, ttl int64, result string, epoch int64) {
+	ret := Record{}
+	if epoch > 0 {
+		ret.Lease = &leases.Lease{Resource: "r", Holder: worker, Epoch: epoch, GrantedAt: now, ExpiresAt: now + ttl}
+	}
+	s.op(worker, "acquire", Record{Resource: "r", Now: now, TTL: ttl}, result, ret)
+}
+
+func (s *scripted) tenure(worker string, epoch int64, seen int64) {
+	s.op(worker, "tenure", Record{Resource: "r", Epoch: epoch}, resultOK, Record{})
+	s.op(worker, "read", Record{Resource: "r", Epoch: epoch}, resultOK, Record{Seq: seen})
+}
+
+func (s *scripted) tx(worker string, epoch, seq int64) {
+	id := worker + "/" + string(rune('0'+seq))
+	s.op(worker, "tx", Record{Resource: "r", Epoch: epoch, OpID: id}, resultOK, Record{Seq: seq})
+	s.h.Rows = append(s.h.Rows, Row{Resource: "r", Seq: seq, Epoch: epoch, Writer: worker, OpID: id})
+	s.h.Counters["r"] = seq
+	s.h.Fences["r"] = max(s.h.Fences["r"], epoch)
+}
+
+// The model accepts a history the service path should produce, and the
+// checker finds each kind of wrong history: this is the checker's own
+// test that can fail.
+func TestModelAndChecksTellRightFromWrong(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		build      func(s *scripted)
+		legal      bool
+		violations []string // the checks that must find something
+	}{
+		{"two tenures, one after the other", func(s *scripted) {
+			s.acquire("A", 0, 10, resultOK, 1)
+			s.tenure("A", 1, 0)
+			s.tx("A", 1, 1)
+			s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 5}, resultOK, Record{})
+			s.acquire("B", 6, 10, resultOK, 2)
+			s.tenure("B", 2, 1)
+			s.tx("B", 2, 2)
+			s.h.Epochs["r"] = 2
+		}, true, nil},
+		{"an acquire killed in flight took an epoch", func(s *scripted) {
+			s.acquire("A", 0, 10, resultKilled, 0)
+			s.acquire("B", 20, 10, resultOK, 2)
+			s.h.Epochs["r"] = 2
+		}, true, nil},
+		{"a stale row after the newer tenure began", func(s *scripted) {
+			s.acquire("A", 0, 10, resultOK, 1)
+			s.tenure("A", 1, 0)
+			s.acquire("B", 10, 10, resultOK, 2)
+			s.tenure("B", 2, 0)
+			s.tx("A", 1, 1) // A's commit, after B's tenure began
+			s.tx("B", 2, 2)
+			s.h.Epochs["r"] = 2
+		}, false, []string{"no row commits after a newer tenure began"}},
+		{"an epoch granted twice", func(s *scripted) {
+			s.acquire("A", 0, 10, resultOK, 1)
+			s.acquire("B", 10, 10, resultOK, 1)
+			s.h.Epochs["r"] = 1
+		}, false, []string{"every epoch granted once"}},
+		{"a grant while the lease is live", func(s *scripted) {
+			s.acquire("A", 0, 10, resultOK, 1)
+			s.acquire("B", 5, 10, resultOK, 2)
+			s.h.Epochs["r"] = 2
+		}, false, nil},
+		{"a row of an epoch its writer was not granted", func(s *scripted) {
+			s.acquire("A", 0, 10, resultOK, 1)
+			s.tenure("A", 1, 0)
+			s.tx("B", 1, 1)
+			s.h.Epochs["r"] = 1
+		}, true, []string{"every row's epoch granted to its writer"}},
+		{"a Check live after the expiry", func(s *scripted) {
+			s.acquire("A", 0, 10, resultOK, 1)
+			s.op("A", "check", Record{Resource: "r", Epoch: 1, Now: 10}, resultOK, Record{})
+			s.h.Epochs["r"] = 1
+		}, true, []string{"no Check live at or after the lease's expiry"}},
+		{"the fence below a tenure that began", func(s *scripted) {
+			s.acquire("A", 0, 10, resultOK, 1)
+			s.tenure("A", 1, 0)
+			s.h.Epochs["r"] = 1
+		}, false, []string{"the fence is the newest committed tenure and covers every row"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newScripted()
+			c.build(s)
+			result, _, _ := s.h.Linearizable(time.Minute)
+			if want := map[bool]porcupine.CheckResult{true: porcupine.Ok, false: porcupine.Illegal}[c.legal]; result != want {
+				t.Errorf("porcupine says %s; want %s", result, want)
+			}
+			found := map[string][]string{}
+			for _, check := range Checks(time.Millisecond) {
+				if bad := check.Run(s.h); len(bad) > 0 {
+					found[check.Name] = bad
+				}
+			}
+			for _, name := range c.violations {
+				if found[name] == nil {
+					t.Errorf("%q found nothing", name)
+				}
+				delete(found, name)
+			}
+			for name, bad := range found {
+				t.Errorf("%q found: %s", name, strings.Join(bad, "; "))
+			}
+		})
+	}
+}

@@ -1,0 +1,131 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+
+	"leases"
+	"leases/fence"
+	"leases/session"
+)
+
+// Record is one line of a worker's standard output.
+type Record struct {
+	// Kind is what the line is:
+	//   - "call": an operation invoked (ID pairs it with its "ret");
+	//   - "ret": its return;
+	//   - "commit": a transaction about to send COMMIT (ID is the tx's);
+	//   - "at": the worker reached Point and waits for the controller's
+	//     answer on its standard input ("go" or "stop"): "checked" (after
+	//     a Check that answered nil), "fenced" (admitted, its row
+	//     inserted, before COMMIT), "committing" (inside SQLite's COMMIT; on PostgreSQL, the COMMIT
+	//     written to the server),
+	//     "lessor-locked" (inside an acquire, holding the lessor's write
+	//     lock);
+	//   - "done": a session's Done closed;
+	//   - "lessor-commit": a transaction on the lessor's file began to
+	//     commit (SQLite's commit hook);
+	//   - "starved": from At to T the worker's own reference timer fired
+	//     Late nanoseconds late in all: the process had no CPU for that
+	//     long (the machine was busy, or the process stopped), and no
+	//     timer of its could fire.
+	Kind  string `json:"k"`
+	ID    int64  `json:"id,omitempty"`
+	Op    string `json:"op,omitempty"`
+	Point string `json:"point,omitempty"`
+
+	// T is the wall clock in nanoseconds since the Unix epoch when the
+	// line was made (time.Now, which every process on the machine reads
+	// alike); Tick is clock.Wall's tick (milliseconds) at the same moment,
+	// the clock the worker's lessor and sessions count on.
+	T    int64 `json:"t"`
+	Tick int64 `json:"tick"`
+
+	// What a call was given.
+	Holder   string `json:"holder,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	Epoch    int64  `json:"epoch,omitempty"`
+	Now      int64  `json:"now,omitempty"`
+	TTL      int64  `json:"ttl,omitempty"`
+	OpID     string `json:"opid,omitempty"`
+
+	// What it returned: Result (see resultOf), the lease it granted,
+	// renewed or was refused by, the sequence number a transaction's row
+	// got, and the error's text.
+	Result string        `json:"result,omitempty"`
+	Lease  *leases.Lease `json:"lease,omitempty"`
+	Last   int64         `json:"last,omitempty"` // a backwards refusal's last tick
+	Seq    int64         `json:"seq,omitempty"`
+	Err    string        `json:"err,omitempty"`
+	// CtxDone says, for a failed Wait, whether the worker's own context
+	// (the caller's) had ended.
+	CtxDone bool `json:"ctx_done,omitempty"`
+
+	// For "done": the session's deadline (a tick) when Done closed; for
+	// a Wait's "ret", the deadline of the session it returned.
+	Deadline int64 `json:"deadline,omitempty"`
+	// For "starved": how late the reference timer fired in all since At,
+	// in nanoseconds. For "done", At is when Done was seen closed (and Now
+	// the tick then), taken before the line waits for the output.
+	Late int64 `json:"late,omitempty"`
+	At   int64 `json:"at,omitempty"`
+	// For "at" "committing" on PostgreSQL: the pid of the server's
+	// backend that runs the COMMIT.
+	Pid int `json:"pid,omitempty"`
+}
+
+// The results an operation's "ret" can carry.
+const (
+	resultOK         = "ok"
+	resultNone       = "none" // a holder query that found no live lease
+	resultHeld       = "held"
+	resultBackwards  = "backwards"
+	resultNotHolder  = "not-holder"
+	resultExpired    = "expired"
+	resultSuperseded = "superseded"
+	resultInvalid    = "invalid"
+	resultEnded      = "ended"      // the session ended (Check, or a transaction under its context)
+	resultCanceled   = "canceled"   // the caller's context ended
+	resultUnknown    = "unknown"    // leases.ErrOutcomeUnknown: may or may not have taken effect
+	resultFailed     = "failed"     // a failure before commit: nothing changed
+	resultStopped    = "stopped"    // the controller told the worker to stop there
+	resultKilled     = "killed"     // no "ret": the process was killed during the call
+	resultUnresolved = "unresolved" // not returned, and not killed either: a bug of the harness
+)
+
+// errStop is what a worker's transaction returns when the controller
+// answers "stop" inside it: it rolls back.
+var errStop = errors.New("stopped by the controller")
+
+// resultOf names what err says happened. The order matters:
+// fence.ErrSuperseded matches leases.ErrNotHolder, and an ended session
+// matches the context errors and carries the reason it ended.
+func resultOf(err error) string {
+	switch {
+	case err == nil:
+		return resultOK
+	case errors.Is(err, errStop):
+		return resultStopped
+	case errors.Is(err, leases.ErrOutcomeUnknown):
+		return resultUnknown
+	case errors.Is(err, fence.ErrSuperseded):
+		return resultSuperseded
+	case errors.Is(err, session.ErrEnded):
+		// Before the refusals: a transaction cut off by the session's end
+		// carries why the session ended, a refused renewal perhaps.
+		return resultEnded
+	case errors.Is(err, leases.ErrLeaseHeld):
+		return resultHeld
+	case errors.Is(err, leases.ErrTickBackwards):
+		return resultBackwards
+	case errors.Is(err, leases.ErrNotHolder):
+		return resultNotHolder
+	case errors.Is(err, leases.ErrLeaseExpired):
+		return resultExpired
+	case errors.Is(err, leases.ErrInvalidInput):
+		return resultInvalid
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return resultCanceled
+	}
+	return resultFailed
+}

@@ -1,0 +1,539 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	modernc "modernc.org/sqlite"
+
+	"leases"
+	"leases/clock"
+	"leases/fence"
+	"leases/internal/sqlitestore"
+	"leases/session"
+	"leases/sqlite"
+)
+
+// WorkerEnv names the environment variable that carries a worker's
+// WorkerConfig, as JSON, to the re-executed test binary.
+const WorkerEnv = "LEASES_CHAOS_WORKER"
+
+// WorkerConfig is what a worker process is told when it starts.
+type WorkerConfig struct {
+	// Holder is the name the worker holds leases under: one per
+	// process, so that a restarted worker is a new holder.
+	Holder string `json:"holder"`
+	// Lessor is the SQLite file every worker shares for the leases.
+	Lessor string `json:"lessor"`
+	// Dialect and DSN are the worker's own database, where the fence
+	// table and the business rows are ("pgx" or "sqlite" driver).
+	Dialect fence.Dialect `json:"dialect"`
+	DSN     string        `json:"dsn"`
+	// Resources are the jobs the workers contend for.
+	Resources []string `json:"resources"`
+	// TTL is the sessions' time-to-live; TxPerTenure how many
+	// transactions a worker runs in each tenure.
+	TTL         time.Duration `json:"ttl"`
+	TxPerTenure int           `json:"tx_per_tenure"`
+	// Work is the most a worker works (under the session's context)
+	// before each transaction: the work of a job, during which only the
+	// session's own timer can tell it that its lease may be lost.
+	Work time.Duration `json:"work"`
+	// Seed seeds the worker's choice of resources.
+	Seed uint64 `json:"seed"`
+}
+
+// Driver is the database/sql driver name for d.
+func Driver(d fence.Dialect) string {
+	if d == fence.PostgreSQL {
+		return "pgx"
+	}
+	return "sqlite"
+}
+
+// The business tables: one row per admitted transaction, numbered per
+// resource by a counter that the same transaction increments while it
+// holds the fence row, so that the numbers are the commit order.
+const (
+	rowsTable     = "chaos_rows"
+	countersTable = "chaos_counters"
+)
+
+// Schema is the business tables' DDL, one statement each.
+func Schema() []string {
+	return []string{
+		`CREATE TABLE ` + countersTable + ` (resource TEXT PRIMARY KEY, seq BIGINT NOT NULL)`,
+		`CREATE TABLE ` + rowsTable + ` (resource TEXT NOT NULL, seq BIGINT NOT NULL, epoch BIGINT NOT NULL,
+			writer TEXT NOT NULL, op TEXT NOT NULL UNIQUE, PRIMARY KEY (resource, seq))`,
+	}
+}
+
+// statements of one dialect: the next number of a resource's counter, a
+// row's insert, and the counter as it stands.
+type statements struct{ next, insert, count string }
+
+func statementsFor(d fence.Dialect) statements {
+	if d == fence.PostgreSQL {
+		return statements{
+			next:   `UPDATE ` + countersTable + ` SET seq = seq + 1 WHERE resource = $1 RETURNING seq`,
+			insert: `INSERT INTO ` + rowsTable + ` (resource, seq, epoch, writer, op) VALUES ($1, $2, $3, $4, $5)`,
+			count:  `SELECT seq FROM ` + countersTable + ` WHERE resource = $1`,
+		}
+	}
+	return statements{
+		next:   `UPDATE ` + countersTable + ` SET seq = seq + 1 WHERE resource = ?1 RETURNING seq`,
+		insert: `INSERT INTO ` + rowsTable + ` (resource, seq, epoch, writer, op) VALUES (?1, ?2, ?3, ?4, ?5)`,
+		count:  `SELECT seq FROM ` + countersTable + ` WHERE resource = ?1`,
+	}
+}
+
+// worker is one worker process: its configuration, its output to the
+// controller and its input from it.
+type worker struct {
+	cfg     WorkerConfig
+	sql     statements
+	rng     *rand.Rand
+	outMu   sync.Mutex
+	out     *json.Encoder
+	answers <-chan string // the controller's answers to "at"; closed when its input ends
+	nextID  int64
+	idMu    sync.Mutex
+	// committing is set while a transaction of a tenure commits, so that
+	// only those commits are announced; backend is the PostgreSQL backend
+	// that runs the transaction.
+	committing atomic.Bool
+	backend    atomic.Int64
+}
+
+// RunWorker is the worker role: it reads its WorkerConfig from the
+// environment and runs the service path in a loop until its standard
+// input ends. It returns the process's exit code.
+func RunWorker() int {
+	var cfg WorkerConfig
+	if err := json.Unmarshal([]byte(os.Getenv(WorkerEnv)), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos worker: bad configuration:", err)
+		return 2
+	}
+	answers := make(chan string)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer cancel() // the controller is gone or tells every worker to end
+		defer close(answers)
+		lines := bufio.NewScanner(os.Stdin)
+		for lines.Scan() {
+			answers <- lines.Text()
+		}
+	}()
+	w := &worker{cfg: cfg, sql: statementsFor(cfg.Dialect), rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
+		out: json.NewEncoder(os.Stdout), answers: answers}
+	go w.watchStarvation()
+	if err := w.run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos worker:", err)
+		return 1
+	}
+	return 0
+}
+
+func (w *worker) run(ctx context.Context) error {
+	// SQLite's commit hook runs inside each commit of a connection.
+	modernc.RegisterConnectionHook(func(conn modernc.ExecQuerierContext, dsn string) error {
+		switch {
+		case dsn == w.cfg.DSN: // the worker's own database, on SQLite
+			conn.(modernc.HookRegisterer).RegisterCommitHook(func() int32 {
+				if w.committing.CompareAndSwap(true, false) {
+					w.at("committing")
+				}
+				return 0
+			})
+		case strings.HasPrefix(dsn, w.cfg.Lessor+"?"): // the lessor's file
+			// When a lessor's transaction began to commit: past the
+			// context's last check, where a session's end can no longer
+			// stop it.
+			conn.(modernc.HookRegisterer).RegisterCommitHook(func() int32 {
+				w.emit(&Record{Kind: "lessor-commit"})
+				return 0
+			})
+		}
+		return nil
+	})
+	db, err := w.open()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	fences, err := fence.New(w.cfg.Dialect, fence.DefaultTable)
+	if err != nil {
+		return err
+	}
+	// Hold the lessor's write lock open at the controller's word: an
+	// acquire's transaction, after its write and before COMMIT, stops
+	// every other worker's renewals while the controller pauses this one.
+	sqlitestore.HookInsideTransaction = func(op string) {
+		if op == "acquire-written" {
+			w.at("lessor-locked")
+		}
+	}
+	store, err := sqlite.Open(ctx, w.cfg.Lessor)
+	if err != nil {
+		return ignoreEnd(ctx, err)
+	}
+	defer func() { _ = store.Close() }()
+	for ctx.Err() == nil {
+		lessor := clock.Lessor(&recorder{auth: store.Authority(), w: w}, clock.Wall{})
+		err := w.job(ctx, lessor, db, fences, w.cfg.Resources[w.rng.IntN(len(w.cfg.Resources))])
+		switch {
+		case errors.Is(err, leases.ErrStoreUnusable):
+			// An unknown outcome left the store unusable: open it again,
+			// as docs/service.md says.
+			_ = store.Close()
+			if store, err = sqlite.Open(ctx, w.cfg.Lessor); err != nil {
+				return ignoreEnd(ctx, err)
+			}
+		case err != nil:
+			// The database failed (a server that is down): back off, as a
+			// service would, on a timer of the product.
+			_ = clock.Wall{}.Wait(ctx, clock.Wall{}.Now()+w.cfg.TTL.Milliseconds()/2)
+		}
+	}
+	return nil
+}
+
+// job is one job under its lease, the path of docs/service.md, each step
+// recorded: wait for the lease, begin the tenure, run the transactions
+// (each after a Check), close. It returns what stopped the job early, if
+// it was a failure of a store.
+func (w *worker) job(ctx context.Context, lessor leases.Lessor, db *sql.DB, fences *fence.Table, resource string) error {
+	opts := session.Options{TTL: w.cfg.TTL}
+	id := w.call(Record{Op: "wait", Resource: resource, Holder: w.cfg.Holder})
+	s, err := session.Wait(ctx, lessor, resource, w.cfg.Holder, opts)
+	if err != nil {
+		w.ret(id, Record{Result: resultOf(err), Err: err.Error(), CtxDone: ctx.Err() != nil})
+		return err
+	}
+	lease := s.Lease()
+	w.ret(id, Record{Result: resultOK, Lease: &lease, Deadline: s.Deadline().UnixMilli()})
+	doneLogged := make(chan struct{})
+	go func() {
+		defer close(doneLogged)
+		<-s.Done()
+		// When Done was seen closed, before anything else can delay it.
+		at, tick := time.Now().UnixNano(), clock.Wall{}.Now()
+		r := Record{Kind: "done", At: at, Now: tick, Resource: resource, Epoch: s.Epoch(),
+			Deadline: s.Deadline().UnixMilli(), Err: fmt.Sprint(s.Err())}
+		w.emit(&r)
+	}()
+	// The work runs under the session's context and the worker's: it
+	// stops at the session's end and when the worker is told to end.
+	work, cancel := context.WithCancelCause(s.Context())
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	failure := w.tenure(work, s, db, fences, resource)
+	stop()
+	cancel(nil)
+	id = w.call(Record{Op: "close", Resource: resource, Holder: w.cfg.Holder, Epoch: s.Epoch()})
+	err = s.Close(ctx)
+	w.ret(id, Record{Result: resultOf(err), Err: errText(err)})
+	<-doneLogged
+	return failure
+}
+
+// tenure begins the tenure and runs its transactions; it returns a
+// failure of the database, nil otherwise.
+func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fences *fence.Table, resource string) error {
+	epoch := s.Epoch()
+	id := w.call(Record{Op: "tenure", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch})
+	tenure, err := fences.Tenure(ctx, db, resource, epoch)
+	w.ret(id, Record{Result: resultOf(err), Err: errText(err)})
+	if err != nil {
+		return dbFailure(err)
+	}
+	// What the new holder finds when its tenure has begun: the rows
+	// committed so far. No transaction of an older tenure may commit a
+	// row after this (the gap, closed by the tenure's observe).
+	id = w.call(Record{Op: "read", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch})
+	var seen int64
+	err = db.QueryRowContext(ctx, w.sql.count, resource).Scan(&seen)
+	w.ret(id, Record{Result: resultOf(err), Err: errText(err), Seq: seen})
+	if err != nil {
+		return dbFailure(err)
+	}
+	for i := range w.cfg.TxPerTenure {
+		// The work for this transaction, under the session's context.
+		if err := (clock.Wall{}).Wait(ctx, clock.Wall{}.Now()+w.rng.Int64N(w.cfg.Work.Milliseconds()+1)); err != nil {
+			return nil // the session ended, or the worker was told to end
+		}
+		tick := clock.Wall{}.Now()
+		id := w.call(Record{Op: "check", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch, Now: tick})
+		err := s.Check()
+		w.ret(id, Record{Result: resultOf(err), Err: errText(err)})
+		if err != nil || !w.at("checked") {
+			return nil
+		}
+		opID := fmt.Sprintf("%s/%s/%d/%d", w.cfg.Holder, resource, epoch, i)
+		id = w.call(Record{Op: "tx", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch, OpID: opID})
+		var seq int64
+		err = tenure.Tx(ctx, nil, func(tx *sql.Tx) error {
+			if err := tx.QueryRowContext(ctx, w.sql.next, resource).Scan(&seq); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, w.sql.insert, resource, seq, epoch, w.cfg.Holder, opID); err != nil {
+				return err
+			}
+			if w.cfg.Dialect == fence.PostgreSQL {
+				// The backend that will run the COMMIT, for the
+				// controller to stop.
+				var pid int64
+				if err := tx.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+					return err
+				}
+				w.backend.Store(pid)
+			}
+			if !w.at("fenced") { // between the fence and COMMIT
+				return errStop
+			}
+			w.emit(&Record{Kind: "commit", ID: id})
+			w.committing.Store(true)
+			return nil
+		})
+		w.committing.Store(false)
+		r := Record{Result: resultOf(err), Err: errText(err)}
+		if err == nil {
+			r.Seq = seq
+		}
+		w.ret(id, r)
+		if err != nil {
+			return dbFailure(err)
+		}
+	}
+	return nil
+}
+
+// open opens the worker's own database, one connection, with a way for
+// the controller to hold a tenure's transaction inside its COMMIT: on
+// SQLite, the commit hook (see run) runs in the commit, with the write
+// lock held and nothing visible yet, past every check of the context; on
+// PostgreSQL, the connection announces a COMMIT it has written, and the
+// controller stops the backend (and the worker) with the COMMIT on its
+// way.
+func (w *worker) open() (*sql.DB, error) {
+	var db *sql.DB
+	if w.cfg.Dialect == fence.PostgreSQL {
+		config, err := pgx.ParseConfig(w.cfg.DSN)
+		if err != nil {
+			return nil, err
+		}
+		config.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &commitConn{Conn: conn, w: w}, nil
+		}
+		db = stdlib.OpenDB(*config)
+	} else {
+		var err error
+		if db, err = sql.Open("sqlite", w.cfg.DSN); err != nil {
+			return nil, err
+		}
+	}
+	db.SetMaxOpenConns(1) // one connection per worker, as one per process
+	return db, nil
+}
+
+// commitConn is a connection to PostgreSQL that announces a tenure's
+// COMMIT once it has written it.
+type commitConn struct {
+	net.Conn
+	w *worker
+}
+
+func (c *commitConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err == nil && bytes.Contains(bytes.ToLower(p), []byte("commit")) && c.w.committing.CompareAndSwap(true, false) {
+		c.w.announce(Record{Kind: "at", Point: "committing", Pid: int(c.w.backend.Load())})
+	}
+	return n, err
+}
+
+// ignoreEnd is err, unless the worker was told to end (its input ended)
+// meanwhile: then the error is that, and no failure.
+func ignoreEnd(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// dbFailure is err if it is a failure of the database (before commit, or
+// with an unknown outcome), and nil for a refusal, the session's end, or
+// the controller's stop, after which the worker goes on at once.
+func dbFailure(err error) error {
+	switch resultOf(err) {
+	case resultFailed, resultUnknown:
+		return err
+	}
+	return nil
+}
+
+// at announces that the worker reached point and waits for the
+// controller's answer: true to go on, false to stop (also when the
+// controller is gone).
+func (w *worker) at(point string) bool {
+	return w.announce(Record{Kind: "at", Point: point})
+}
+
+func (w *worker) announce(r Record) bool {
+	w.emit(&r)
+	answer, ok := <-w.answers
+	return ok && answer == "go"
+}
+
+// Starvation is how the worker tells a late timer of the library's from
+// a process that got no CPU: a reference timer fires every starvationTick,
+// and the worker adds up how late it fired (beyond a millisecond) and
+// records the sum once it reaches starvedRecord, or every starvedFlush.
+// A stopped process, and one that a busy machine did not schedule, see
+// every timer fire late alike; the session's timer being late while the
+// reference's was not is the library's fault.
+const (
+	starvationTick = 5 * time.Millisecond
+	starvedRecord  = 10 * time.Millisecond
+	starvedFlush   = 100 * time.Millisecond
+)
+
+// watchStarvation runs the reference timer for the life of the process.
+func (w *worker) watchStarvation() {
+	var sum time.Duration
+	var since time.Time
+	for {
+		due := time.Now().Add(starvationTick)
+		timer := time.NewTimer(starvationTick)
+		<-timer.C
+		if late := time.Since(due); late > time.Millisecond {
+			if sum == 0 {
+				since = due
+			}
+			sum += late
+		}
+		if sum >= starvedRecord || (sum > 0 && time.Since(since) >= starvedFlush) {
+			w.emit(&Record{Kind: "starved", At: since.UnixNano(), Late: sum.Nanoseconds()})
+			sum = 0
+		}
+	}
+}
+
+// call records an operation's invocation and returns its id.
+func (w *worker) call(r Record) int64 {
+	w.idMu.Lock()
+	w.nextID++
+	r.ID = w.nextID
+	w.idMu.Unlock()
+	r.Kind = "call"
+	w.emit(&r)
+	return r.ID
+}
+
+// ret records the return of operation id.
+func (w *worker) ret(id int64, r Record) {
+	r.Kind, r.ID = "ret", id
+	w.emit(&r)
+}
+
+// emit writes r as one line, stamped with the time: written before the
+// operation it announces begins, so that a worker killed during the
+// operation has said that it invoked it.
+func (w *worker) emit(r *Record) {
+	w.outMu.Lock()
+	defer w.outMu.Unlock()
+	r.T, r.Tick = time.Now().UnixNano(), clock.Wall{}.Now()
+	if err := w.out.Encode(r); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		fmt.Fprintln(os.Stderr, "chaos worker: write:", err)
+		os.Exit(1)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// recorder is an authority that records every call it passes on to the
+// real one, with the tick the caller's clock gave it.
+type recorder struct {
+	auth leases.Authority
+	w    *worker
+}
+
+var (
+	_ leases.Authority = (*recorder)(nil)
+	_ leases.Watcher   = (*recorder)(nil)
+)
+
+func (r *recorder) Acquire(ctx context.Context, resource, holder string, now, ttl int64) (leases.Lease, error) {
+	id := r.w.call(Record{Op: "acquire", Resource: resource, Holder: holder, Now: now, TTL: ttl})
+	lease, err := r.auth.Acquire(ctx, resource, holder, now, ttl)
+	r.w.ret(id, leaseRecord(lease, err))
+	return lease, err
+}
+
+func (r *recorder) Renew(ctx context.Context, held leases.Lease, now, ttl int64) (leases.Lease, error) {
+	id := r.w.call(Record{Op: "renew", Resource: held.Resource, Holder: held.Holder, Epoch: held.Epoch, Now: now, TTL: ttl})
+	lease, err := r.auth.Renew(ctx, held, now, ttl)
+	r.w.ret(id, leaseRecord(lease, err))
+	return lease, err
+}
+
+func (r *recorder) Release(ctx context.Context, held leases.Lease, now int64) error {
+	id := r.w.call(Record{Op: "release", Resource: held.Resource, Holder: held.Holder, Epoch: held.Epoch, Now: now})
+	err := r.auth.Release(ctx, held, now)
+	r.w.ret(id, leaseRecord(leases.Lease{}, err))
+	return err
+}
+
+func (r *recorder) Holder(ctx context.Context, resource string, now int64) (leases.Lease, bool, error) {
+	id := r.w.call(Record{Op: "holder", Resource: resource, Now: now})
+	lease, live, err := r.auth.Holder(ctx, resource, now)
+	rec := leaseRecord(lease, err)
+	if err == nil && !live {
+		rec = Record{Result: resultNone}
+	}
+	r.w.ret(id, rec)
+	return lease, live, err
+}
+
+func (r *recorder) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
+	return r.auth.(leases.Watcher).Changed(ctx, resource)
+}
+
+// leaseRecord is the "ret" of an authority's call: the lease it granted,
+// renewed, would have granted (an unknown outcome), or was refused by.
+func leaseRecord(lease leases.Lease, err error) Record {
+	r := Record{Result: resultOf(err), Err: errText(err)}
+	var held *leases.HeldError
+	var behind *leases.BackwardsError
+	switch {
+	case errors.As(err, &held):
+		r.Lease = &held.Live
+	case errors.As(err, &behind):
+		r.Last = behind.Last
+	case (err == nil || r.Result == resultUnknown) && lease.Epoch != 0:
+		r.Lease = &lease
+	}
+	return r
+}
