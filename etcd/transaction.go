@@ -96,7 +96,7 @@ func (s *Store) decideWithin(ctx context.Context, keys []string, decideFn decide
 		case err != nil && len(writes) == 0 && leaderChanged(err) && ctx.Err() == nil:
 			continue // it wrote nothing: ask again, of the new leader
 		case err != nil && len(writes) == 0:
-			return outcome.BeforeCommit(ctx, fmt.Errorf("read: %w", err))
+			return outcome.BeforeCommit(ctx, fmt.Errorf("read: %w", refusals.cut(ctx, err)))
 		case err != nil:
 			s.cache.forget(keys)
 			return outcomeUnknown(ctx, err)
@@ -163,7 +163,7 @@ func (s *Store) readWithin(ctx context.Context, keys ...string) ([]view, error) 
 			// only reads.
 			continue
 		case err != nil:
-			return nil, fmt.Errorf("read: %w", outcome.WithContext(ctx, err))
+			return nil, fmt.Errorf("read: %w", outcome.WithContext(ctx, refusals.cut(ctx, err)))
 		}
 		views, err := viewsOf(keys, resp.Responses)
 		if err == nil {
@@ -249,6 +249,20 @@ func (r *retries) wait(ctx context.Context, client *clientv3.Client) error {
 	case <-ctx.Done():
 		return ended
 	}
+}
+
+// cut is the error of a read whose call ended while it was asked again
+// after members had refused it for want of a leader: the refusals are
+// what the call met, and the bound only ended the last try. Without
+// this, whether such a read names ErrNoLeader would depend on whether
+// the bound fell during a wait between tries or during a try. A write
+// cut off on its way is another matter: it is an unknown outcome
+// whatever came before, since a leader may have been elected meanwhile.
+func (r *retries) cut(ctx context.Context, err error) error {
+	if r.refused == 0 || ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("%w: every member the call reached refused it, and its last try was cut off: %w", ErrNoLeader, err)
 }
 
 // outcomeUnknown is the error of a write that etcd may have applied: it
