@@ -11,9 +11,8 @@ import (
 )
 
 // TestMain lets this binary play the worker role (package roles): the
-// contract suite's scenarios and process tests, and the load and
-// pause-and-kill tests, re-execute this binary as their workers, and a
-// worker must never reach the test runner. The command the contract suite
+// contract suite's scenarios and process tests re-execute this binary as
+// their workers, and a worker must never reach the test runner. The command the contract suite
 // runs is the one built from ./cmd/run-experiment, removed at the end.
 func TestMain(m *testing.M) {
 	worker.Register(backend.SQLite{})

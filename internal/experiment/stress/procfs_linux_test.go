@@ -1,7 +1,8 @@
-package leases_test
+package stress
 
 // What only Linux's /proc shows: the state of each thread of a process, and
-// who holds a POSIX lock. TestPauseAndKill needs both (see skipWithoutProcfs).
+// who holds a POSIX lock. TestPauseAndKill needs both (see skipWithoutProcfs);
+// TestLoadKeepsEveryInvariant neither.
 
 import (
 	"bytes"

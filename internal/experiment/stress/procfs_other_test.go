@@ -1,6 +1,6 @@
 //go:build !linux
 
-package leases_test
+package stress
 
 import "testing"
 
