@@ -286,10 +286,13 @@ func (s *Session) expired(now int64) error {
 }
 
 // end ends the session with err, once: the holder's context is cancelled
-// with err as its cause.
+// with err as its cause at once, and the end is reported after. Done must
+// not wait for a hook or a log handler that is still busy with an earlier
+// event (a slow OnEvent, a blocked log pipe): only the report waits its
+// turn, so that events still arrive in order (a renewal confirmed before
+// the end is reported before it; one that comes after finds the session
+// ended and reports nothing).
 func (s *Session) end(err error) {
-	s.emitting.Lock()
-	defer s.emitting.Unlock()
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
@@ -298,6 +301,8 @@ func (s *Session) end(err error) {
 	s.err = err
 	s.mu.Unlock()
 	s.cancel(err)
+	s.emitting.Lock()
+	defer s.emitting.Unlock()
 	s.report(Ended, err)
 }
 

@@ -228,6 +228,34 @@ func TestDoneComesAtTheDeadlineWhateverARenewalDoes(t *testing.T) {
 	}
 }
 
+// Done closes at the deadline also while the event hook (or a log
+// handler) is still busy with an earlier event: here the hook hangs on a
+// failed renewal's event. Only the report of the end waits for it.
+func TestDoneComesAtTheDeadlineWhateverTheHookDoes(t *testing.T) {
+	b := newBench(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	opts := session.Options{TTL: 10 * tick, Margin: 2 * tick, RenewEvery: 4 * tick,
+		OnEvent: func(ev session.Event) {
+			if ev.Kind == session.RenewalFailed {
+				once.Do(func() { close(entered) })
+				<-release
+			}
+		}}
+	s := b.start(renewFails{b.lessor, errors.New("the store is unreachable")}, "A", opts)
+	t.Cleanup(func() { close(release) }) // runs before the session's Close
+	if err := b.clk.Advance(4); err != nil {
+		t.Fatal(err)
+	}
+	<-entered // the renewal goroutine is in the hook, and stays there
+	if ended := b.settle(s, 7, 1); ended {
+		t.Fatalf("ended at tick 7, before the deadline 8: %v", s.Err())
+	}
+	if !b.settle(s, 8, 1) {
+		t.Fatal("Done still open at the deadline, while the hook is busy")
+	}
+}
+
 // recording is a lessor that notes the tick of every renewal it is asked
 // for.
 type recording struct {
