@@ -19,7 +19,7 @@ import (
 )
 
 // soakEnv turns the short form into a soak: LEASES_CHAOS_SOAK=DURATION
-// runs each database's variant for that long, and =DURATION,WORKERS with
+// runs each variant for that long, and =DURATION,WORKERS with
 // that many workers (give go test a -timeout to match).
 const soakEnv = "LEASES_CHAOS_SOAK"
 
