@@ -43,7 +43,9 @@ type Config struct {
 	TxPerTenure        int
 	Work               time.Duration // the most a worker works before each transaction
 	// Run for at least this long, and until every kind of fault has
-	// happened at least once.
+	// happened at least once (on etcd, and until a grant and an accepted
+	// write have come after the cluster's last fault), ten times as long
+	// at most.
 	Duration time.Duration
 	Seed     uint64
 	// Every stop lasts from PauseMin to PauseMax: longer than the TTL,
