@@ -19,7 +19,7 @@ import (
 )
 
 // soakEnv turns the short form into a soak: LEASES_CHAOS_SOAK=DURATION
-// runs each database's variant for that long, and =DURATION,WORKERS with
+// runs each variant for that long, and =DURATION,WORKERS with
 // that many workers (give go test a -timeout to match).
 const soakEnv = "LEASES_CHAOS_SOAK"
 
@@ -45,14 +45,27 @@ const doneTolerance = 50 * time.Millisecond
 // PostgreSQL) kills the database server and restarts it; then every
 // safety property is checked on what they recorded and what the
 // databases hold, and the history is checked for linearizability.
+//
+// The variants: the workers' own database is SQLite or PostgreSQL, the
+// lessor a SQLite file; or (etcd) the lessor is a three-member etcd
+// cluster, whose leader the test cuts off, kills and pauses, and whose
+// followers it pauses, and the workers' own database is SQLite.
 func TestServicePathUnderChaos(t *testing.T) {
-	for _, dialect := range []fence.Dialect{fence.SQLite, fence.PostgreSQL} {
-		t.Run(dialect.String(), func(t *testing.T) { run(t, config(t, dialect)) })
+	for _, v := range []struct {
+		name    string
+		dialect fence.Dialect
+		etcd    bool
+	}{
+		{fence.SQLite.String(), fence.SQLite, false},
+		{fence.PostgreSQL.String(), fence.PostgreSQL, false},
+		{"etcd", fence.SQLite, true},
+	} {
+		t.Run(v.name, func(t *testing.T) { run(t, config(t, v.dialect, v.etcd)) })
 	}
 }
 
 // config is the short form (seconds), or the soak that soakEnv asks for.
-func config(t *testing.T, dialect fence.Dialect) Config {
+func config(t *testing.T, dialect fence.Dialect, etcd bool) Config {
 	ttl := 300 * time.Millisecond
 	cfg := Config{
 		Workers: 4, Resources: 2, TTL: ttl, TxPerTenure: 3, Work: ttl, Duration: 3 * time.Second, Seed: rand.Uint64(),
@@ -60,7 +73,12 @@ func config(t *testing.T, dialect fence.Dialect) Config {
 		PauseAfterCheck: 0.05, PauseInTx: 0.04, KillInTx: 0.02, PauseInLessor: 0.25, CommitHeld: 0.04,
 		RandomMin: 2 * ttl, RandomMax: 4 * ttl, RandomKill: 0.3,
 		CrashMin: 5 * ttl, CrashMax: 10 * ttl,
-		Dialect: dialect,
+		// A cluster's fault lasts from a little over a TTL (three
+		// election timeouts of etcdcluster's members) to about three, so
+		// that the figures show whether the writes follow the election or
+		// wait for the fault's end.
+		ClusterMin: ttl, ClusterMax: 2 * ttl, ClusterFaultMin: 2 * ttl, ClusterFaultMax: 4 * ttl,
+		Dialect: dialect, Etcd: etcd,
 	}
 	if s := os.Getenv(seedEnv); s != "" {
 		seed, err := strconv.ParseUint(s, 10, 64)
@@ -151,6 +169,28 @@ func (c *controller) check(h *chaos.History, ran time.Duration) {
 		}
 	}
 	t.Logf("the workers' reference timers fired %v late in all (the processes had no CPU; stops included)", starvedFor.Round(time.Millisecond))
+	for _, kind := range clusterFaults {
+		var grants, writes, renewals []time.Duration
+		none := 0
+		for _, at := range c.clusterAt[kind] {
+			after := h.AfterFault(at)
+			for _, f := range []struct {
+				got *time.Duration
+				to  *[]time.Duration
+			}{{after.Grant, &grants}, {after.Write, &writes}, {after.Renewal, &renewals}} {
+				if f.got != nil {
+					*f.to = append(*f.to, *f.got)
+				}
+			}
+			if after.Grant == nil || after.Write == nil {
+				none++
+			}
+		}
+		if len(c.clusterAt[kind]) > 0 {
+			t.Logf("%s: from the fault to the next grant %s; to the next accepted write %s (a renewal: %s); %d faults with no grant or no write after them before the end",
+				kind, spread(grants), spread(writes), spread(renewals), none)
+		}
+	}
 	all, undisturbed := h.ReleaseToGrant()
 	t.Logf("from a release to the next grant to a waiting worker: %s; while no process was stopped: %s", spread(all), spread(undisturbed))
 	t.Logf("checks: %d (porcupine: %s on %d operations in %v); violations found: %d",

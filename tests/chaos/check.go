@@ -408,3 +408,45 @@ func (h *History) ReleaseToGrant() (all, undisturbed []time.Duration) {
 	}
 	return all, undisturbed
 }
+
+// AfterFault is how long after a fault the service path went on: the
+// time from the moment the fault was in effect to the return of the
+// first call invoked after it that was accepted. Nil where none came
+// before the run ended.
+type AfterFault struct {
+	// Grant: an acquire that returned ok.
+	Grant *time.Duration
+	// Write: a renewal that returned ok or a fenced transaction that
+	// committed (its row is there); Renewal, a renewal alone, the
+	// lessor's own write (a transaction goes to the worker's database).
+	Write, Renewal *time.Duration
+}
+
+// AfterFault is what came after a fault in effect from at (nanoseconds
+// since the Unix epoch). Calls already under way then do not count: they
+// may have been decided before it.
+func (h *History) AfterFault(at int64) AfterFault {
+	rows := h.rowsByOp()
+	first := func(ops ...[]*Op) *time.Duration {
+		var next int64
+		for _, op := range slices.Concat(ops...) {
+			if _, committed := rows[op.Call.OpID]; op.Call.Op == "tx" && !committed {
+				continue
+			}
+			if op.Call.T >= at && (next == 0 || op.Ret.T < next) {
+				next = op.Ret.T
+			}
+		}
+		if next == 0 {
+			return nil
+		}
+		d := time.Duration(next - at)
+		return &d
+	}
+	renewals := h.opsOf("renew", resultOK)
+	return AfterFault{
+		Grant:   first(h.opsOf("acquire", resultOK)),
+		Write:   first(renewals, h.opsOf("tx", resultOK)),
+		Renewal: first(renewals),
+	}
+}

@@ -19,23 +19,33 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"leases/etcd"
 	"leases/fence"
+	"leases/internal/rules"
 	"leases/internal/testctx"
 	"leases/postgres/pgtest"
 	"leases/sqlite"
 	"leases/tests/chaos"
+	"leases/tests/etcdcluster"
 )
 
 // Config is one run of the chaos test: its workers, its leases, how long
 // it runs, and its faults' parameters.
 type Config struct {
-	Dialect            fence.Dialect // the workers' own database
+	Dialect fence.Dialect // the workers' own database
+	// Etcd makes the lessor a three-member etcd cluster of member
+	// processes instead of a SQLite file.
+	Etcd               bool
 	Workers, Resources int
 	TTL                time.Duration
 	TxPerTenure        int
 	Work               time.Duration // the most a worker works before each transaction
 	// Run for at least this long, and until every kind of fault has
-	// happened at least once.
+	// happened at least once (on etcd, and until a grant and an accepted
+	// write have come after the cluster's last fault), ten times as long
+	// at most.
 	Duration time.Duration
 	Seed     uint64
 	// Every stop lasts from PauseMin to PauseMax: longer than the TTL,
@@ -49,6 +59,11 @@ type Config struct {
 	RandomKill           float64
 	// The PostgreSQL server is killed every CrashMin to CrashMax.
 	CrashMin, CrashMax time.Duration
+	// On etcd, a fault of the cluster comes ClusterMin to ClusterMax
+	// after the last one ended, and lasts ClusterFaultMin to
+	// ClusterFaultMax.
+	ClusterMin, ClusterMax           time.Duration
+	ClusterFaultMin, ClusterFaultMax time.Duration
 }
 
 // The kinds of faults, as the figures name them.
@@ -61,7 +76,16 @@ const (
 	faultKillInTx        = "kill between the fence and COMMIT"
 	faultKillRandom      = "kill at a random moment"
 	faultServerCrash     = "database server killed and restarted"
+	// The etcd cluster's faults: the lessor's.
+	faultLeaderPartitioned = "etcd leader partitioned both ways, then healed"
+	faultLeaderKilled      = "etcd leader killed, then restarted"
+	faultLeaderPaused      = "etcd leader paused, then continued"
+	faultFollowerPaused    = "etcd follower paused, then continued"
 )
+
+// clusterFaults are the etcd cluster's faults, in the order the figures
+// give them.
+var clusterFaults = []string{faultLeaderPartitioned, faultLeaderKilled, faultLeaderPaused, faultFollowerPaused}
 
 // proc is the controller's end of one worker process.
 type proc struct {
@@ -98,11 +122,25 @@ type (
 		p       *proc
 		holding bool
 	}
-	randomEvent  struct{}
-	crashEvent   struct{}
+	randomEvent struct{}
+	crashEvent  struct{}
+	// clusterEvent: time for the next fault of the etcd cluster;
+	// clusterEndedEvent: the fault ended (the member serves again).
+	clusterEvent      struct{}
+	clusterEndedEvent struct {
+		kind string
+		at   int64 // when the fault was in effect
+		err  error
+	}
 	crashedEvent struct {
 		err      error
 		from, to int64
+	}
+	// acceptedEvent: a grant (or an accepted write) invoked at call
+	// returned.
+	acceptedEvent struct {
+		grant bool
+		call  int64
 	}
 	stopEvent struct{}
 )
@@ -113,16 +151,24 @@ type controller struct {
 	cfg      Config
 	rng      *rand.Rand
 	events   chan any
-	env      chaos.WorkerConfig // every worker's, but for its holder and seed
-	server   *pgtest.Server     // nil on SQLite
-	procs    []*proc            // every incarnation
-	live     map[string]*proc   // by slot
+	env      chaos.WorkerConfig   // every worker's, but for its holder and seed
+	server   *pgtest.Server       // nil on SQLite
+	cluster  *etcdcluster.Cluster // the lessor, on etcd; nil otherwise
+	procs    []*proc              // every incarnation
+	live     map[string]*proc     // by slot
 	began    time.Time
 	stopping bool
 	crashing bool
-	faults   map[string]int
-	stopped  map[string][]chaos.Interval
-	downtime []time.Duration
+	faulting bool // a fault of the cluster is under way
+	// clusterAt are the moments the cluster's faults were in effect, by kind;
+	// lastFault the latest of them. lastGrant and lastWrite are the
+	// latest invocations of a grant and of an accepted write that
+	// returned so far.
+	clusterAt                       map[string][]int64
+	lastFault, lastGrant, lastWrite int64
+	faults                          map[string]int
+	stopped                         map[string][]chaos.Interval
+	downtime                        []time.Duration
 	// backends are the database backends stopped now, to continue by
 	// the end whatever happens: a stopped backend would hold the server's
 	// shutdown forever.
@@ -134,7 +180,8 @@ func run(t *testing.T, cfg Config) {
 	ctx := testctx.Context(t)
 	dir := t.TempDir()
 	c := &controller{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1)), events: make(chan any, 64),
-		live: map[string]*proc{}, faults: map[string]int{}, stopped: map[string][]chaos.Interval{}, backends: map[int]bool{}}
+		live: map[string]*proc{}, faults: map[string]int{}, stopped: map[string][]chaos.Interval{}, backends: map[int]bool{},
+		clusterAt: map[string][]int64{}}
 	t.Logf("seed %d (LEASES_CHAOS_SEED replays the same choices of faults)", cfg.Seed)
 	c.env = chaos.WorkerConfig{Lessor: dir + "/leases.db", Dialect: fence.SQLite, DSN: "file:" + dir + "/app.db" + sqliteParams,
 		TTL: cfg.TTL, TxPerTenure: cfg.TxPerTenure, Work: cfg.Work}
@@ -145,6 +192,15 @@ func run(t *testing.T, cfg Config) {
 		c.server = pgtest.New(t)
 		c.env.Dialect, c.env.DSN = fence.PostgreSQL, c.server.DSN("postgres")
 	}
+	if cfg.Etcd {
+		cluster, err := etcdcluster.Start(ctx, etcdcluster.Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cluster.Close() })
+		c.cluster = cluster
+		c.env.Lessor, c.env.Etcd = "", cluster.Endpoints()
+	}
 	c.setup(ctx)
 	c.began = time.Now()
 	for i := range cfg.Workers {
@@ -154,9 +210,17 @@ func run(t *testing.T, cfg Config) {
 	if c.server != nil {
 		time.AfterFunc(c.interval(cfg.CrashMin, cfg.CrashMax), func() { c.events <- crashEvent{} })
 	}
+	if c.cluster != nil {
+		time.AfterFunc(c.interval(cfg.ClusterMin, cfg.ClusterMax), func() { c.events <- clusterEvent{} })
+	}
 	time.AfterFunc(cfg.Duration, func() { c.events <- stopEvent{} })
 	c.loop(ctx)
 	ran := time.Since(c.began)
+	if c.cluster != nil {
+		if err := c.cluster.Err(); err != nil {
+			c.failures = append(c.failures, err.Error())
+		}
+	}
 	if len(c.failures) > 0 {
 		t.Fatalf("the run failed:\n%s", strings.Join(c.failures, "\n"))
 	}
@@ -175,12 +239,14 @@ const sqliteParams = "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=jou
 // setup creates the lessor's file, the fence table and the business
 // tables, with a counter at zero for each resource.
 func (c *controller) setup(ctx context.Context) {
-	store, err := sqlite.Open(ctx, c.env.Lessor)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if err := store.Close(); err != nil {
-		c.t.Fatal(err)
+	if c.env.Lessor != "" {
+		store, err := sqlite.Open(ctx, c.env.Lessor)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if err := store.Close(); err != nil {
+			c.t.Fatal(err)
+		}
 	}
 	db := c.open()
 	defer db.Close()
@@ -262,6 +328,7 @@ func (c *controller) read(p *proc, stdout *os.File) {
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	waits := map[int64]bool{}
+	accepting := map[int64]chaos.Record{} // acquires, renewals, transactions under way
 	for lines.Scan() {
 		p.out.Write(lines.Bytes())
 		p.out.WriteByte('\n')
@@ -274,6 +341,13 @@ func (c *controller) read(p *proc, stdout *os.File) {
 			c.events <- atEvent{p, r}
 		case r.Kind == "call" && r.Op == "wait":
 			waits[r.ID] = true
+		case r.Kind == "call" && (r.Op == "acquire" || r.Op == "renew" || r.Op == "tx"):
+			accepting[r.ID] = r
+		case r.Kind == "ret" && accepting[r.ID].Op != "":
+			if call := accepting[r.ID]; r.Result == "ok" {
+				c.events <- acceptedEvent{grant: call.Op == "acquire", call: call.T}
+			}
+			delete(accepting, r.ID)
 		case r.Kind == "ret" && waits[r.ID]:
 			c.events <- holdingEvent{p, r.Result == "ok"}
 		case r.Kind == "done":
@@ -292,7 +366,7 @@ func (c *controller) loop(ctx context.Context) {
 		}
 	}()
 	for {
-		if c.stopping && len(c.live) == 0 && !c.crashing {
+		if c.stopping && len(c.live) == 0 && !c.crashing && !c.faulting {
 			return
 		}
 		var ev any
@@ -332,8 +406,33 @@ func (c *controller) loop(ctx context.Context) {
 			if !c.stopping {
 				time.AfterFunc(c.interval(c.cfg.CrashMin, c.cfg.CrashMax), func() { c.events <- crashEvent{} })
 			}
+		case clusterEvent:
+			c.clusterFault(ctx)
+		case clusterEndedEvent:
+			c.faulting = false
+			if ev.err != nil {
+				c.failures = append(c.failures, ev.err.Error())
+				c.stop()
+				continue
+			}
+			c.clusterAt[ev.kind] = append(c.clusterAt[ev.kind], ev.at)
+			c.lastFault = max(c.lastFault, ev.at)
+			// Past the run's length, only faults still missing: the run
+			// then ends once the last fault's figures are in.
+			if !c.stopping && (len(c.missing()) > 0 || time.Since(c.began) < c.cfg.Duration) {
+				time.AfterFunc(c.interval(c.cfg.ClusterMin, c.cfg.ClusterMax), func() { c.events <- clusterEvent{} })
+			}
+		case acceptedEvent:
+			if ev.grant {
+				c.lastGrant = max(c.lastGrant, ev.call)
+			} else {
+				c.lastWrite = max(c.lastWrite, ev.call)
+			}
 		case stopEvent:
-			if missing := c.missing(); len(missing) > 0 && time.Since(c.began) < 10*c.cfg.Duration {
+			// Every kind of fault, and after the cluster's last fault a
+			// grant and an accepted write, for its figures.
+			figures := c.faulting || c.lastGrant < c.lastFault || c.lastWrite < c.lastFault
+			if (len(c.missing()) > 0 || figures) && time.Since(c.began) < 10*c.cfg.Duration {
 				time.AfterFunc(c.cfg.TTL, func() { c.events <- stopEvent{} })
 				continue
 			}
@@ -347,6 +446,11 @@ func (c *controller) kinds() []string {
 	kinds := []string{faultPauseAfterCheck, faultPauseInTx, faultCommitHeld, faultPauseInLessor, faultPauseRandom, faultKillInTx, faultKillRandom}
 	if c.server != nil {
 		kinds = append(kinds, faultServerCrash)
+	}
+	if c.cluster != nil {
+		// No lessor's write lock to hold: etcd's transactions hold none.
+		kinds = slices.DeleteFunc(kinds, func(k string) bool { return k == faultPauseInLessor })
+		kinds = append(kinds, clusterFaults...)
 	}
 	return kinds
 }
@@ -524,6 +628,70 @@ func (c *controller) crash(ctx context.Context) {
 	}()
 }
 
+// clusterFault makes a fault of the etcd cluster, in a goroutine of its
+// own: a kind that has not happened yet, or any. The fault's choices
+// (kind, length, which follower) are made here, from the run's seed.
+func (c *controller) clusterFault(ctx context.Context) {
+	if c.stopping {
+		return
+	}
+	kinds := clusterFaults
+	if missing := slices.DeleteFunc(slices.Clone(clusterFaults), func(k string) bool { return c.faults[k] > 0 }); len(missing) > 0 {
+		kinds = missing
+	}
+	kind := kinds[c.rng.IntN(len(kinds))]
+	length := c.interval(c.cfg.ClusterFaultMin, c.cfg.ClusterFaultMax)
+	follower := 1 + c.rng.IntN(c.cluster.Members()-1)
+	c.faulting = true
+	c.faults[kind]++
+	go func() {
+		at, err := c.applyClusterFault(ctx, kind, length, follower)
+		c.events <- clusterEndedEvent{kind: kind, at: at, err: err}
+	}()
+}
+
+// applyClusterFault makes one fault of the cluster, lasting length, ends
+// it, and returns when it was in effect; for a follower's pause, the
+// follower-th member after the leader. It returns once the member the
+// fault was on serves again.
+func (c *controller) applyClusterFault(ctx context.Context, kind string, length time.Duration, follower int) (int64, error) {
+	cl := c.cluster
+	leader, err := cl.Leader(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var fault, end func(i int) error
+	member := leader
+	switch kind {
+	case faultLeaderPartitioned:
+		fault, end = cl.Partition, func(int) error { return cl.Heal() }
+	case faultLeaderKilled:
+		fault, end = cl.Kill, func(i int) error { return cl.Restart(ctx, i) }
+	case faultFollowerPaused:
+		member = (leader + follower) % cl.Members()
+		fallthrough
+	case faultLeaderPaused:
+		fault, end = cl.Pause, cl.Continue
+	}
+	if err := fault(member); err != nil {
+		return 0, fmt.Errorf("%s (member %d): %w", kind, member, err)
+	}
+	// In effect from now: the member is gone, stopped, or every member
+	// has applied the cut.
+	at := time.Now().UnixNano()
+	// The fault's length is a parameter of the fault, not an order.
+	timer := time.NewTimer(length)
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		timer.Stop()
+	}
+	if err := end(member); err != nil {
+		return at, fmt.Errorf("end %s (member %d): %w", kind, member, err)
+	}
+	return at, ctx.Err()
+}
+
 func (c *controller) exited(ctx context.Context, p *proc, err error) {
 	p.exited = true
 	delete(c.live, p.slot)
@@ -601,6 +769,10 @@ func (c *controller) history(ctx context.Context) *chaos.History {
 	}
 	readPairs(ctx, c.t, db, `SELECT resource, epoch FROM `+fence.DefaultTable, h.Fences)
 	readPairs(ctx, c.t, db, `SELECT resource, seq FROM chaos_counters`, h.Counters)
+	if c.cluster != nil {
+		c.readEtcdEpochs(ctx, h.Epochs)
+		return h
+	}
 	lessor, err := sql.Open("sqlite", "file:"+c.env.Lessor+"?mode=ro")
 	if err != nil {
 		c.t.Fatal(err)
@@ -608,6 +780,28 @@ func (c *controller) history(ctx context.Context) *chaos.History {
 	defer lessor.Close()
 	readPairs(ctx, c.t, lessor, `SELECT resource, epoch FROM authority_leases`, h.Epochs)
 	return h
+}
+
+// readEtcdEpochs reads the last epoch of each resource from the etcd
+// cluster's lease rows (the etcd store's keys under etcd.DefaultPrefix).
+func (c *controller) readEtcdEpochs(ctx context.Context, into map[string]int64) {
+	client, err := c.cluster.Client(ctx)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer client.Close()
+	prefix := etcd.DefaultPrefix + "authority/"
+	resp, err := client.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		var row rules.LeaseRow
+		if err := json.Unmarshal(kv.Value, &row); err != nil {
+			c.t.Fatalf("the lease row %s: %v", kv.Key, err)
+		}
+		into[strings.TrimPrefix(string(kv.Key), prefix)] = row.Epoch
+	}
 }
 
 func readPairs(ctx context.Context, t *testing.T, db *sql.DB, query string, into map[string]int64) {

@@ -3,7 +3,10 @@
 // shared lessor, fence.Tenure in their own database, transactions that
 // insert business rows, Close), while the test stops them with SIGSTOP at
 // the points that matter and at random, kills them with SIGKILL and
-// starts them again, and kills the database server and restarts it.
+// starts them again, and kills the database server and restarts it. In
+// the etcd variant the lessor is a three-member etcd cluster, whose
+// leader the test cuts off from the others, kills, and pauses, and whose
+// followers it pauses.
 //
 // Every worker records each operation it makes, with the wall-clock
 // times of its invocation and its return, as JSON lines on its standard
@@ -15,5 +18,6 @@
 // of the authority and the fence (github.com/anishathalye/porcupine).
 //
 // The worker role, the records and the checks are portable code; the
-// controller, which sends signals and runs PostgreSQL, runs on Linux.
+// controller, which sends signals and runs PostgreSQL and etcd, runs on
+// Linux.
 package chaos

@@ -67,7 +67,8 @@ type History struct {
 	Stopped map[string][]Interval
 	Starved map[string][]Starvation
 	// LessorCommits are the moments each worker's transactions on the
-	// lessor's file began to commit.
+	// lessor's file began to commit (on etcd: its transactions that
+	// write were sent).
 	LessorCommits map[string][]int64
 	// What the databases hold afterwards: the business rows, the fence
 	// and the counter per resource, and the lessor's last epoch per

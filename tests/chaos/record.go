@@ -24,7 +24,8 @@ type Record struct {
 	//     lock);
 	//   - "done": a session's Done closed;
 	//   - "lessor-commit": a transaction on the lessor's file began to
-	//     commit (SQLite's commit hook);
+	//     commit (SQLite's commit hook), or a transaction that writes was
+	//     sent to an etcd member (a gRPC interceptor of the client);
 	//   - "starved": from At to T the worker's own reference timer fired
 	//     Late nanoseconds late in all: the process had no CPU for that
 	//     long (the machine was busy, or the process stopped), and no

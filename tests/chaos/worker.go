@@ -19,10 +19,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	modernc "modernc.org/sqlite"
 
 	"leases"
 	"leases/clock"
+	"leases/etcd"
 	"leases/fence"
 	"leases/internal/sqlitestore"
 	"leases/session"
@@ -38,8 +43,13 @@ type WorkerConfig struct {
 	// Holder is the name the worker holds leases under: one per
 	// process, so that a restarted worker is a new holder.
 	Holder string `json:"holder"`
-	// Lessor is the SQLite file every worker shares for the leases.
-	Lessor string `json:"lessor"`
+	// Lessor is the SQLite file every worker shares for the leases,
+	// unless Etcd names a cluster.
+	Lessor string `json:"lessor,omitempty"`
+	// Etcd, when set, are the client endpoints of the etcd cluster that
+	// is the lessor instead: every worker talks to all of them, through
+	// a store with etcd.Options' defaults.
+	Etcd []string `json:"etcd,omitempty"`
 	// Dialect and DSN are the worker's own database, where the fence
 	// table and the business rows are ("pgx" or "sqlite" driver).
 	Dialect fence.Dialect `json:"dialect"`
@@ -160,7 +170,7 @@ func (w *worker) run(ctx context.Context) error {
 				}
 				return 0
 			})
-		case strings.HasPrefix(dsn, w.cfg.Lessor+"?"): // the lessor's file
+		case w.cfg.Lessor != "" && strings.HasPrefix(dsn, w.cfg.Lessor+"?"): // the lessor's file
 			// When a lessor's transaction began to commit: past the
 			// context's last check, where a session's end can no longer
 			// stop it.
@@ -179,6 +189,9 @@ func (w *worker) run(ctx context.Context) error {
 	fences, err := fence.New(w.cfg.Dialect, fence.DefaultTable)
 	if err != nil {
 		return err
+	}
+	if len(w.cfg.Etcd) > 0 {
+		return w.runOnEtcd(ctx, db, fences)
 	}
 	// Hold the lessor's write lock open at the controller's word: an
 	// acquire's transaction, after its write and before COMMIT, stops
@@ -205,12 +218,53 @@ func (w *worker) run(ctx context.Context) error {
 				return ignoreEnd(ctx, err)
 			}
 		case err != nil:
-			// The database failed (a server that is down): back off, as a
-			// service would, on a timer of the product.
-			_ = clock.Wall{}.Wait(ctx, clock.Wall{}.Now()+w.cfg.TTL.Milliseconds()/2)
+			w.backOff(ctx)
 		}
 	}
 	return nil
+}
+
+// runOnEtcd runs the jobs with the etcd cluster as the lessor: one
+// client of every member, and a store with etcd.Options' defaults (the
+// call bound of a second), which goes on after an unknown outcome.
+func (w *worker) runOnEtcd(ctx context.Context, db *sql.DB, fences *fence.Table) error {
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints: w.cfg.Etcd,
+		Logger:    zap.NewNop(),
+		// When a transaction that writes is sent to a member: what the
+		// SQLite lessor's commit hook tells, for the renewals' check.
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(w.sentWrites)},
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = client.Close() }()
+	auth := etcd.New(client, etcd.Options{}).Authority()
+	for ctx.Err() == nil {
+		lessor := clock.Lessor(&recorder{auth: auth, w: w}, clock.Wall{})
+		if err := w.job(ctx, lessor, db, fences, w.cfg.Resources[w.rng.IntN(len(w.cfg.Resources))]); err != nil {
+			w.backOff(ctx)
+		}
+	}
+	return nil
+}
+
+// sentWrites records each etcd transaction that writes as it is sent,
+// each attempt apart (the interceptor runs inside the client's retries):
+// from then on the cluster may apply it, whatever the call's context
+// does.
+func (w *worker) sentWrites(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if txn, ok := req.(*etcdserverpb.TxnRequest); ok && len(txn.Success) > 0 {
+		w.emit(&Record{Kind: "lessor-commit"})
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+// backOff waits after a failure of a store (a database server that is
+// down, a cluster without a leader), as a service would, on a timer of
+// the product.
+func (w *worker) backOff(ctx context.Context) {
+	_ = clock.Wall{}.Wait(ctx, clock.Wall{}.Now()+w.cfg.TTL.Milliseconds()/2)
 }
 
 // job is one job under its lease, the path of docs/service.md, each step
