@@ -44,11 +44,15 @@ const doneTolerance = 50 * time.Millisecond
 // lock and at random moments, kills them and starts them again, and (on
 // PostgreSQL) kills the database server and restarts it; then every
 // safety property is checked on what they recorded and what the
-// databases hold, and the history is checked for linearizability.
+// databases hold, and the history is checked for linearizability. The
+// variant postgresql-guarded runs docs/postgres.md's path instead (the
+// leases in the same PostgreSQL database, on the server's clock, and
+// every transaction guarded by LiveTenure), with the checks of the guard.
 func TestServicePathUnderChaos(t *testing.T) {
 	for _, dialect := range []fence.Dialect{fence.SQLite, fence.PostgreSQL} {
 		t.Run(dialect.String(), func(t *testing.T) { run(t, config(t, dialect)) })
 	}
+	t.Run("postgresql-guarded", func(t *testing.T) { run(t, guardedConfig(t)) })
 }
 
 // config is the short form (seconds), or the soak that soakEnv asks for.
@@ -89,7 +93,11 @@ func config(t *testing.T, dialect fence.Dialect) Config {
 func (c *controller) check(h *chaos.History, ran time.Duration) {
 	t := c.t
 	checks, violations := 0, 0
-	for _, check := range chaos.Checks(doneTolerance) {
+	list := chaos.Checks(doneTolerance)
+	if c.cfg.Guarded {
+		list = append(list, chaos.GuardedChecks()...)
+	}
+	for _, check := range list {
 		checks++
 		bad := check.Run(h)
 		violations += len(bad)
@@ -153,6 +161,9 @@ func (c *controller) check(h *chaos.History, ran time.Duration) {
 	t.Logf("the workers' reference timers fired %v late in all (the processes had no CPU; stops included)", starvedFor.Round(time.Millisecond))
 	all, undisturbed := h.ReleaseToGrant()
 	t.Logf("from a release to the next grant to a waiting worker: %s; while no process was stopped: %s", spread(all), spread(undisturbed))
+	if c.cfg.Guarded {
+		c.logGuarded(h)
+	}
 	t.Logf("checks: %d (porcupine: %s on %d operations in %v); violations found: %d",
 		checks, result, n, linearized.Round(time.Millisecond), violations)
 }

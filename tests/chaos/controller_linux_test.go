@@ -21,6 +21,7 @@ import (
 
 	"leases/fence"
 	"leases/internal/testctx"
+	"leases/postgres"
 	"leases/postgres/pgtest"
 	"leases/sqlite"
 	"leases/tests/chaos"
@@ -49,6 +50,8 @@ type Config struct {
 	RandomKill           float64
 	// The PostgreSQL server is killed every CrashMin to CrashMax.
 	CrashMin, CrashMax time.Duration
+	// Guarded runs the guarded variant (servertime_linux_test.go).
+	Guarded bool
 }
 
 // The kinds of faults, as the figures name them.
@@ -145,6 +148,9 @@ func run(t *testing.T, cfg Config) {
 		c.server = pgtest.New(t)
 		c.env.Dialect, c.env.DSN = fence.PostgreSQL, c.server.DSN("postgres")
 	}
+	if cfg.Guarded {
+		c.guard()
+	}
 	c.setup(ctx)
 	c.began = time.Now()
 	for i := range cfg.Workers {
@@ -200,6 +206,9 @@ func (c *controller) setup(ctx context.Context) {
 		if _, err := db.ExecContext(ctx, `INSERT INTO chaos_counters (resource, seq) VALUES ('`+r+`', 0)`); err != nil {
 			c.t.Fatal(err)
 		}
+	}
+	if c.cfg.Guarded {
+		c.createLeases(ctx, db)
 	}
 }
 
@@ -345,6 +354,9 @@ func (c *controller) loop(ctx context.Context) {
 // kinds are the faults of this run.
 func (c *controller) kinds() []string {
 	kinds := []string{faultPauseAfterCheck, faultPauseInTx, faultCommitHeld, faultPauseInLessor, faultPauseRandom, faultKillInTx, faultKillRandom}
+	if c.cfg.Guarded { // no lessor's file, no write lock of SQLite's
+		kinds = slices.DeleteFunc(kinds, func(k string) bool { return k == faultPauseInLessor })
+	}
 	if c.server != nil {
 		kinds = append(kinds, faultServerCrash)
 	}
@@ -601,6 +613,10 @@ func (c *controller) history(ctx context.Context) *chaos.History {
 	}
 	readPairs(ctx, c.t, db, `SELECT resource, epoch FROM `+fence.DefaultTable, h.Fences)
 	readPairs(ctx, c.t, db, `SELECT resource, seq FROM chaos_counters`, h.Counters)
+	if c.cfg.Guarded {
+		readPairs(ctx, c.t, db, `SELECT resource, epoch FROM `+postgres.DefaultPrefix+`authority`, h.Epochs)
+		return h
+	}
 	lessor, err := sql.Open("sqlite", "file:"+c.env.Lessor+"?mode=ro")
 	if err != nil {
 		c.t.Fatal(err)

@@ -154,7 +154,7 @@ func (h *History) porcupineOps() []porcupine.Operation {
 	var last int64 // the latest call or return that is known
 	for i, op := range h.Ops {
 		in := Input{Op: op.Call.Op, Resource: op.Call.Resource, Holder: op.Call.Holder,
-			Epoch: op.Call.Epoch, Now: op.Call.Now, TTL: op.Call.TTL}
+			Epoch: op.Call.Epoch, Now: op.Call.Now, TTL: op.Call.TTL, ServerTime: op.Call.ServerTime}
 		out := Output{Result: op.Result()}
 		call, ret := op.Call.T, int64(math.MaxInt64)
 		if op.Ret != nil {

@@ -6,6 +6,7 @@ import (
 
 	"leases"
 	"leases/fence"
+	"leases/postgres"
 	"leases/session"
 )
 
@@ -48,6 +49,10 @@ type Record struct {
 	Now      int64  `json:"now,omitempty"`
 	TTL      int64  `json:"ttl,omitempty"`
 	OpID     string `json:"opid,omitempty"`
+	// ServerTime says that the server's clock decides the call's tick
+	// (postgres.ServerClock): Now is unknown, not zero. On a "tx", that
+	// the transaction is admitted by the server-clock guard (AdmitLive).
+	ServerTime bool `json:"server_time,omitempty"`
 
 	// What it returned: Result (see resultOf), the lease it granted,
 	// renewed or was refused by, the sequence number a transaction's row
@@ -83,6 +88,7 @@ const (
 	resultNotHolder  = "not-holder"
 	resultExpired    = "expired"
 	resultSuperseded = "superseded"
+	resultNotLive    = "not-live" // postgres.ErrNotLive: the guard found the lease not live; no row
 	resultInvalid    = "invalid"
 	resultEnded      = "ended"      // the session ended (Check, or a transaction under its context)
 	resultCanceled   = "canceled"   // the caller's context ended
@@ -110,6 +116,9 @@ func resultOf(err error) string {
 		return resultUnknown
 	case errors.Is(err, fence.ErrSuperseded):
 		return resultSuperseded
+	case errors.Is(err, postgres.ErrNotLive):
+		// Before the refusals it also matches (expired, not the holder).
+		return resultNotLive
 	case errors.Is(err, session.ErrEnded):
 		// Before the refusals: a transaction cut off by the session's end
 		// carries why the session ended, a refused renewal perhaps.

@@ -25,6 +25,7 @@ import (
 	"leases/clock"
 	"leases/fence"
 	"leases/internal/sqlitestore"
+	"leases/postgres"
 	"leases/session"
 	"leases/sqlite"
 )
@@ -56,6 +57,11 @@ type WorkerConfig struct {
 	Work time.Duration `json:"work"`
 	// Seed seeds the worker's choice of resources.
 	Seed uint64 `json:"seed"`
+	// Guarded runs the path of docs/postgres.md instead: the leases in
+	// the worker's own PostgreSQL database on the server's clock, and
+	// every transaction admitted by ServerClock.LiveTenure (see
+	// servertime.go). Lessor is then unused.
+	Guarded bool `json:"guarded,omitempty"`
 }
 
 // Driver is the database/sql driver name for d.
@@ -118,6 +124,8 @@ type worker struct {
 	// that runs the transaction.
 	committing atomic.Bool
 	backend    atomic.Int64
+	// live is the lessor on the server's clock, in the guarded variant.
+	live *postgres.ServerClock
 }
 
 // RunWorker is the worker role: it reads its WorkerConfig from the
@@ -179,6 +187,9 @@ func (w *worker) run(ctx context.Context) error {
 	fences, err := fence.New(w.cfg.Dialect, fence.DefaultTable)
 	if err != nil {
 		return err
+	}
+	if w.cfg.Guarded {
+		return w.runGuarded(ctx, db, fences)
 	}
 	// Hold the lessor's write lock open at the controller's word: an
 	// acquire's transaction, after its write and before COMMIT, stops
@@ -256,7 +267,7 @@ func (w *worker) job(ctx context.Context, lessor leases.Lessor, db *sql.DB, fenc
 func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fences *fence.Table, resource string) error {
 	epoch := s.Epoch()
 	id := w.call(Record{Op: "tenure", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch})
-	tenure, err := fences.Tenure(ctx, db, resource, epoch)
+	tenure, err := w.beginTenure(ctx, s, db, fences, resource)
 	w.ret(id, Record{Result: resultOf(err), Err: errText(err)})
 	if err != nil {
 		return dbFailure(err)
@@ -284,7 +295,7 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 			return nil
 		}
 		opID := fmt.Sprintf("%s/%s/%d/%d", w.cfg.Holder, resource, epoch, i)
-		id = w.call(Record{Op: "tx", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch, OpID: opID})
+		id = w.call(Record{Op: "tx", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch, OpID: opID, ServerTime: w.live != nil})
 		var seq int64
 		err = tenure.Tx(ctx, nil, func(tx *sql.Tx) error {
 			if err := tx.QueryRowContext(ctx, w.sql.next, resource).Scan(&seq); err != nil {

@@ -1,0 +1,170 @@
+package chaos
+
+import (
+	"fmt"
+	"time"
+)
+
+// GuardedChecks are the properties that the guarded variant keeps beyond
+// Checks: what the guard in the user's transaction (AdmitLive, on the
+// server's clock) adds to the fence. They look only at grants and
+// transactions made on the server's clock (Record.ServerTime), and find
+// nothing in the other variants.
+func GuardedChecks() []Check {
+	return []Check{
+		{"no row of epoch e commits after the grant of epoch e+1 returned", noRowAfterTheNextGrant},
+		{"no guarded row of a transaction begun at or after its lease's expiry", noRowAfterExpiry},
+	}
+}
+
+// nextGrants are the returns (wall clock) of the server-clock acquires
+// that granted each epoch, by resource and epoch.
+func nextGrants(h *History) map[key]int64 {
+	granted := map[key]int64{}
+	for _, op := range h.opsOf("acquire", resultOK) {
+		if op.Call.ServerTime {
+			granted[key{op.Ret.Lease.Resource, op.Ret.Lease.Epoch}] = op.Ret.T
+		}
+	}
+	return granted
+}
+
+// sentAt is when a transaction's COMMIT was sent at the earliest: its
+// "commit" record, written before the COMMIT, or its call.
+func (o *Op) sentAt() int64 {
+	if o.Commit != nil {
+		return o.Commit.T
+	}
+	return o.Call.T
+}
+
+// noRowAfterTheNextGrant: the gap that the guard closes, also for a
+// holder paused past its expiry before the next holder has acted. A
+// business row of epoch e whose COMMIT was sent after the grant of
+// epoch e+1 returned committed after that grant. The fence alone allows
+// it (until the next tenure's observe); the guard does not: a grant
+// waits for every guarded transaction open on the lease row, and a
+// guard after the grant answers NotLive.
+func noRowAfterTheNextGrant(h *History) []string {
+	granted := nextGrants(h)
+	rows := h.rowsByOp()
+	var bad []string
+	for _, op := range h.opsOf("tx") {
+		row, committed := rows[op.Call.OpID]
+		if !committed || !op.Call.ServerTime {
+			continue
+		}
+		if g, ok := granted[key{row.Resource, row.Epoch + 1}]; ok && op.sentAt() > g {
+			bad = append(bad, fmt.Sprintf("LATE ROW: %s#%d at epoch %d by %s: its COMMIT was sent %v after the grant of epoch %d returned, and it committed",
+				row.Resource, row.Seq, row.Epoch, row.Writer, time.Duration(op.sentAt()-g).Round(time.Microsecond), row.Epoch+1))
+		}
+	}
+	return bad
+}
+
+// expiries are the latest expiry tick that any answer gave each lease,
+// by resource and epoch; a lease with a renewal of unknown outcome has
+// none (its expiry is not known).
+func expiries(h *History) map[key]int64 {
+	expiry, vague := map[key]int64{}, map[key]bool{}
+	for _, op := range h.Ops {
+		if !op.Call.ServerTime {
+			continue
+		}
+		switch {
+		case op.Call.Op == "acquire" && op.Result() == resultOK:
+			k := key{op.Ret.Lease.Resource, op.Ret.Lease.Epoch}
+			expiry[k] = max(expiry[k], op.Ret.Lease.ExpiresAt)
+		case op.Call.Op == "renew" && op.Result() == resultOK:
+			k := key{op.Call.Resource, op.Call.Epoch}
+			expiry[k] = max(expiry[k], op.Ret.Lease.ExpiresAt)
+		case op.Call.Op == "renew" && (op.Result() == resultUnknown || op.Result() == resultKilled):
+			vague[key{op.Call.Resource, op.Call.Epoch}] = true
+		}
+	}
+	for k := range vague {
+		delete(expiry, k)
+	}
+	return expiry
+}
+
+// noRowAfterExpiry: a guarded transaction that began at or after its
+// lease's expiry tick must not commit a row: its guard read the server's
+// clock later still (the workers and the server read one machine's
+// clock), when the lease was no longer live.
+func noRowAfterExpiry(h *History) []string {
+	expiry := expiries(h)
+	rows := h.rowsByOp()
+	var bad []string
+	for _, op := range h.opsOf("tx") {
+		row, committed := rows[op.Call.OpID]
+		if !committed || !op.Call.ServerTime {
+			continue
+		}
+		if e, ok := expiry[key{row.Resource, row.Epoch}]; ok && op.Call.Tick >= e {
+			bad = append(bad, fmt.Sprintf("EXPIRED ROW: %s#%d at epoch %d by %s: its transaction began at tick %d, %d ms after the lease's expiry tick %d, and it committed",
+				row.Resource, row.Seq, row.Epoch, row.Writer, op.Call.Tick, op.Call.Tick-e, e))
+		}
+	}
+	return bad
+}
+
+// HeldPastExpiry counts what the guarded variant's faults did to the
+// transactions that the guard had admitted.
+type HeldPastExpiry struct {
+	// NotLive is how many tenures and transactions the guard refused.
+	NotLive int
+	// Situations are the admitted transactions of epoch e whose worker
+	// was stopped (after the guard, or with its COMMIT held) until past
+	// the lease's expiry, while another worker was acquiring the
+	// resource: a holder paused past its expiry before the new holder
+	// had acted. Committed of them committed a row (before the next
+	// grant, or LateRows counts it).
+	Situations, Committed int
+	// SentAfterGrant are the transactions of epoch e whose COMMIT was
+	// sent after the grant of e+1 returned; LateRows, those of them that
+	// committed (each a violation of noRowAfterTheNextGrant).
+	SentAfterGrant, LateRows int
+}
+
+// HeldPastExpiry counts the guarded variant's situations in h.
+func (h *History) HeldPastExpiry() HeldPastExpiry {
+	var f HeldPastExpiry
+	granted, expiry, rows := nextGrants(h), expiries(h), h.rowsByOp()
+	acquires := h.opsOf("acquire")
+	for _, op := range h.Ops {
+		if op.Call.ServerTime && op.Result() == resultNotLive {
+			f.NotLive++
+		}
+	}
+	for _, op := range h.opsOf("tx") {
+		if !op.Call.ServerTime {
+			continue
+		}
+		_, committed := rows[op.Call.OpID]
+		k := key{op.Call.Resource, op.Call.Epoch}
+		if g, ok := granted[key{k.resource, k.epoch + 1}]; ok && op.Commit != nil && op.Commit.T > g {
+			f.SentAfterGrant++
+			if committed {
+				f.LateRows++
+			}
+		}
+		e, known := expiry[k]
+		if op.Commit == nil || op.Ret == nil || !known || op.Ret.Tick < e || !h.stoppedBetween(op.Worker, op.Call.T, op.Ret.T) {
+			continue
+		}
+		contended := false
+		for _, a := range acquires {
+			contended = contended || (a.Worker != op.Worker && a.Call.Resource == k.resource &&
+				a.Call.T < op.Ret.T && (a.Ret == nil || a.Ret.T > op.Call.T))
+		}
+		if !contended {
+			continue
+		}
+		f.Situations++
+		if committed {
+			f.Committed++
+		}
+	}
+	return f
+}
