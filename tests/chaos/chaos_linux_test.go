@@ -96,6 +96,7 @@ func (c *controller) check(h *chaos.History, ran time.Duration) {
 	list := chaos.Checks(doneTolerance)
 	if c.cfg.Guarded {
 		list = append(list, chaos.GuardedChecks()...)
+		h.Held = c.guarded.held
 	}
 	for _, check := range list {
 		checks++

@@ -131,6 +131,7 @@ type controller struct {
 	// shutdown forever.
 	backends map[int]bool
 	failures []string
+	guarded  guardedRun // the guarded variant's held COMMITs
 }
 
 func run(t *testing.T, cfg Config) {
@@ -320,6 +321,7 @@ func (c *controller) loop(ctx context.Context) {
 		case holdingEvent:
 			ev.p.holding = ev.holding
 		case backendEvent:
+			c.beforeContinue(ctx, ev.pid)
 			c.continueBackend(ev.pid)
 		case resumeEvent:
 			c.resume(ev.p, ev.answer)
@@ -406,6 +408,7 @@ func (c *controller) at(p *proc, at chaos.Record) {
 	case point == "committing" && c.chance(faultCommitHeld, c.cfg.CommitHeld):
 		// On PostgreSQL the worker's backend too, which holds the
 		// transaction and has the COMMIT to read.
+		c.holdCommit(at)
 		c.pause(p, faultCommitHeld, "go", at.Pid)
 	case point == "lessor-locked" && c.othersHold(p) && c.chance(faultPauseInLessor, c.cfg.PauseInLessor):
 		c.pause(p, faultPauseInLessor, "go", 0)

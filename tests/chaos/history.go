@@ -76,6 +76,9 @@ type History struct {
 	Fences   map[string]int64
 	Counters map[string]int64
 	Epochs   map[string]int64
+	// Held are the guarded variant's COMMITs held with their backend
+	// stopped, as the controller saw them when it continued the backend.
+	Held []HeldCommit
 }
 
 // Read adds the records a worker wrote on r to h. A last line cut short

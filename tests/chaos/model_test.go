@@ -172,6 +172,22 @@ func TestModelAndChecksTellRightFromWrong(t *testing.T) {
 			s.guardedTx("A", 1, 1, 5) // its COMMIT sent after B's grant returned
 			s.h.Epochs["r"] = 2
 		}, false, []string{"no row of epoch e commits after the grant of epoch e+1 returned"}},
+		{"server's clock: a held COMMIT not committed when the next grant had returned, that then committed", func(s *scripted) {
+			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 0, 10))
+			s.tenure("A", 1, 0)
+			s.guardedTx("A", 1, 1, 5)
+			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 20, 30))
+			s.h.Held = append(s.h.Held, HeldCommit{OpID: "A/1", At: s.t + 1})
+			s.h.Epochs["r"] = 2
+		}, true, []string{"no row of epoch e commits after the grant of epoch e+1 returned"}},
+		{"server's clock: a held COMMIT that the next grant waited for", func(s *scripted) {
+			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 0, 10))
+			s.tenure("A", 1, 0)
+			s.guardedTx("A", 1, 1, 5)
+			s.h.Held = append(s.h.Held, HeldCommit{OpID: "A/1", At: s.t + 1})
+			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 20, 30))
+			s.h.Epochs["r"] = 2
+		}, true, nil},
 		{"server's clock: a guarded row of a transaction begun after the lease's expiry", func(s *scripted) {
 			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
 			s.tenure("A", 1, 0)

@@ -59,7 +59,67 @@ func noRowAfterTheNextGrant(h *History) []string {
 				row.Resource, row.Seq, row.Epoch, row.Writer, time.Duration(op.sentAt()-g).Round(time.Microsecond), row.Epoch+1))
 		}
 	}
+	for _, held := range h.heldLate() {
+		bad = append(bad, fmt.Sprintf("LATE ROW: %s#%d at epoch %d by %s: its COMMIT was held, not committed when its backend continued %v after the grant of epoch %d returned, and it committed",
+			held.row.Resource, held.row.Seq, held.row.Epoch, held.row.Writer, time.Duration(held.At-held.granted.Ret.T).Round(time.Microsecond), held.row.Epoch+1))
+	}
 	return bad
+}
+
+// HeldCommit is a guarded transaction's COMMIT that the controller held
+// with its backend stopped: whether its row was Visible (committed) when
+// the controller continued the backend, At (wall clock).
+type HeldCommit struct {
+	OpID    string
+	At      int64
+	Visible bool
+}
+
+// heldCommit is a held COMMIT whose row was not committed when its
+// backend continued, with the grant of the next epoch (nil if none) and
+// the row (Epoch 0 if it never committed).
+type heldCommit struct {
+	HeldCommit
+	granted *Op
+	row     Row
+}
+
+// held are the held COMMITs of h whose rows were not committed when the
+// backend continued.
+func (h *History) held() []heldCommit {
+	grants := map[key]*Op{}
+	for _, op := range h.opsOf("acquire", resultOK) {
+		if op.Call.ServerTime {
+			grants[key{op.Ret.Lease.Resource, op.Ret.Lease.Epoch}] = op
+		}
+	}
+	txs := map[string]*Op{}
+	for _, op := range h.opsOf("tx") {
+		txs[op.Call.OpID] = op
+	}
+	rows := h.rowsByOp()
+	var got []heldCommit
+	for _, hc := range h.Held {
+		tx := txs[hc.OpID]
+		if hc.Visible || tx == nil {
+			continue
+		}
+		got = append(got, heldCommit{HeldCommit: hc, granted: grants[key{tx.Call.Resource, tx.Call.Epoch + 1}], row: rows[hc.OpID]})
+	}
+	return got
+}
+
+// heldLate are the held COMMITs whose row committed after the grant of
+// the next epoch had returned: not committed when the backend continued,
+// which was after that return.
+func (h *History) heldLate() []heldCommit {
+	var late []heldCommit
+	for _, held := range h.held() {
+		if held.row.Epoch != 0 && held.granted != nil && held.granted.Ret.T < held.At {
+			late = append(late, held)
+		}
+	}
+	return late
 }
 
 // expiries are the latest expiry tick that any answer gave each lease,
@@ -125,6 +185,13 @@ type HeldPastExpiry struct {
 	// sent after the grant of e+1 returned; LateRows, those of them that
 	// committed (each a violation of noRowAfterTheNextGrant).
 	SentAfterGrant, LateRows int
+	// HeldContended are the held COMMITs (Held) not yet committed when
+	// their backend continued, for which the next epoch was granted
+	// afterwards or had been: HeldWaited of them, by an acquire called
+	// before the backend continued and returning after (the grant waited
+	// for the held transaction); HeldLate, committed after the grant had
+	// returned (each a violation).
+	HeldContended, HeldWaited, HeldLate int
 }
 
 // HeldPastExpiry counts the guarded variant's situations in h.
@@ -135,6 +202,20 @@ func (h *History) HeldPastExpiry() HeldPastExpiry {
 	for _, op := range h.Ops {
 		if op.Call.ServerTime && op.Result() == resultNotLive {
 			f.NotLive++
+		}
+	}
+	for _, held := range h.held() {
+		g := held.granted
+		switch {
+		case g == nil:
+		case g.Ret.T < held.At:
+			f.HeldContended++
+			if held.row.Epoch != 0 {
+				f.HeldLate++
+			}
+		case g.Call.T < held.At:
+			f.HeldContended++
+			f.HeldWaited++
 		}
 	}
 	for _, op := range h.opsOf("tx") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"leases/fence"
 	"leases/postgres"
@@ -46,4 +47,48 @@ func (c *controller) logGuarded(h *chaos.History) {
 	f := h.HeldPastExpiry()
 	c.t.Logf("guarded: %d tenures and transactions refused NotLive; %d admitted transactions whose holder was stopped past its lease's expiry while another worker acquired (%d of them committed, %d rolled back); %d COMMITs sent after the next epoch's grant returned, %d of them committed (late rows)",
 		f.NotLive, f.Situations, f.Committed, f.Situations-f.Committed, f.SentAfterGrant, f.LateRows)
+	c.t.Logf("guarded: %d COMMITs held with their backend stopped; when it continued, %d rows not yet committed while another worker was acquiring, of which the next epoch's grant had returned for %d (late rows) and returned only after the COMMIT was let go for %d",
+		len(h.Held), f.HeldContended, f.HeldLate, f.HeldWaited)
+}
+
+// guardedRun is what the controller keeps of the guarded variant's held
+// COMMITs: the transaction whose COMMIT each stopped backend holds, and
+// what it saw when it continued the backend.
+type guardedRun struct {
+	ops  map[int]string // by backend pid: the transaction's OpID
+	db   *sql.DB        // the controller's look at the rows
+	held []chaos.HeldCommit
+}
+
+// holdCommit notes which transaction's COMMIT the backend at.Pid is
+// about to hold (the guarded variant).
+func (c *controller) holdCommit(at chaos.Record) {
+	if !c.cfg.Guarded || at.Pid == 0 {
+		return
+	}
+	if c.guarded.ops == nil {
+		c.guarded.ops = map[int]string{}
+	}
+	c.guarded.ops[at.Pid] = at.OpID
+}
+
+// beforeContinue looks, right before a stopped backend that holds a
+// COMMIT continues, whether that transaction's row is visible yet: a row
+// that is not has not committed, and commits, if at all, after this
+// moment. A look that fails (the server is down) says nothing.
+func (c *controller) beforeContinue(ctx context.Context, pid int) {
+	opID, ok := c.guarded.ops[pid]
+	if !ok || !c.backends[pid] {
+		return
+	}
+	delete(c.guarded.ops, pid)
+	if c.guarded.db == nil {
+		c.guarded.db = c.open()
+		c.t.Cleanup(func() { _ = c.guarded.db.Close() })
+	}
+	var n int
+	err := c.guarded.db.QueryRowContext(ctx, `SELECT count(*) FROM chaos_rows WHERE op = $1`, opID).Scan(&n)
+	if err == nil {
+		c.guarded.held = append(c.guarded.held, chaos.HeldCommit{OpID: opID, At: time.Now().UnixNano(), Visible: n > 0})
+	}
 }

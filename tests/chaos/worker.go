@@ -126,6 +126,9 @@ type worker struct {
 	backend    atomic.Int64
 	// live is the lessor on the server's clock, in the guarded variant.
 	live *postgres.ServerClock
+	// committingOp is the OpID of the transaction whose COMMIT is
+	// announced, for the controller to look for its row.
+	committingOp atomic.Pointer[string]
 }
 
 // RunWorker is the worker role: it reads its WorkerConfig from the
@@ -317,6 +320,7 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 				return errStop
 			}
 			w.emit(&Record{Kind: "commit", ID: id})
+			w.committingOp.Store(&opID)
 			w.committing.Store(true)
 			return nil
 		})
@@ -375,7 +379,7 @@ type commitConn struct {
 func (c *commitConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	if err == nil && bytes.Contains(bytes.ToLower(p), []byte("commit")) && c.w.committing.CompareAndSwap(true, false) {
-		c.w.announce(Record{Kind: "at", Point: "committing", Pid: int(c.w.backend.Load())})
+		c.w.announce(Record{Kind: "at", Point: "committing", Pid: int(c.w.backend.Load()), OpID: *c.w.committingOp.Load()})
 	}
 	return n, err
 }
