@@ -358,6 +358,7 @@ func (c *controller) kinds() []string {
 	kinds := []string{faultPauseAfterCheck, faultPauseInTx, faultCommitHeld, faultPauseInLessor, faultPauseRandom, faultKillInTx, faultKillRandom}
 	if c.cfg.Guarded { // no lessor's file, no write lock of SQLite's
 		kinds = slices.DeleteFunc(kinds, func(k string) bool { return k == faultPauseInLessor })
+		kinds = append(kinds, faultStaleAfterCheck)
 	}
 	if c.server != nil {
 		kinds = append(kinds, faultServerCrash)
@@ -399,6 +400,8 @@ func (c *controller) at(p *proc, at chaos.Record) {
 	switch {
 	case c.stopping:
 		c.answer(p, "stop")
+	case point == "checked" && c.cfg.Guarded && c.chance(faultStaleAfterCheck, c.cfg.PauseAfterCheck):
+		c.pause(p, faultStaleAfterCheck, chaos.AnswerStale, 0)
 	case point == "checked" && c.chance(faultPauseAfterCheck, c.cfg.PauseAfterCheck):
 		c.pause(p, faultPauseAfterCheck, "go", 0)
 	case point == "fenced" && c.chance(faultKillInTx, c.cfg.KillInTx):

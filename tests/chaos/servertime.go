@@ -46,6 +46,24 @@ func (w *worker) runGuarded(ctx context.Context, db *sql.DB, fences *fence.Table
 	return nil
 }
 
+// AnswerStale is the controller's answer to "checked" that makes the
+// worker go on as a holder that does not see its session's end: its
+// next transaction runs under a context that the session's end does not
+// cancel (a holder whose transaction was begun without the session's
+// context, or whose own timer was held up), so that only the server's
+// clock can refuse it. It is given after a stop longer than the TTL.
+const AnswerStale = "stale"
+
+// txContext is the context of the transaction the worker runs next: the
+// tenure's, or after AnswerStale one that the session's end leaves
+// alone.
+func (w *worker) txContext(ctx context.Context) context.Context {
+	if w.lastAnswer.Load() == AnswerStale {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
 // tenure is what a worker's transactions run in: a fence.Tenure, or the
 // guarded variant's postgres.LiveTenure.
 type tenure interface {

@@ -92,3 +92,10 @@ func (c *controller) beforeContinue(ctx context.Context, pid int) {
 		c.guarded.held = append(c.guarded.held, chaos.HeldCommit{OpID: opID, At: time.Now().UnixNano(), Visible: n > 0})
 	}
 }
+
+// faultStaleAfterCheck is the guarded variant's own fault: a stop after
+// Check, longer than the TTL, after which the worker runs its
+// transaction as a holder that did not see its session end
+// (chaos.AnswerStale): only the guard's look at the lease on the
+// server's clock can refuse it.
+const faultStaleAfterCheck = "stop after Check, then the transaction under a context the session's end does not cancel"

@@ -129,6 +129,8 @@ type worker struct {
 	// committingOp is the OpID of the transaction whose COMMIT is
 	// announced, for the controller to look for its row.
 	committingOp atomic.Pointer[string]
+	// lastAnswer is the controller's last answer to an "at".
+	lastAnswer atomic.Value
 }
 
 // RunWorker is the worker role: it reads its WorkerConfig from the
@@ -297,6 +299,7 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 		if err != nil || !w.at("checked") {
 			return nil
 		}
+		ctx := w.txContext(ctx)
 		opID := fmt.Sprintf("%s/%s/%d/%d", w.cfg.Holder, resource, epoch, i)
 		id = w.call(Record{Op: "tx", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch, OpID: opID, ServerTime: w.live != nil})
 		var seq int64
@@ -414,7 +417,8 @@ func (w *worker) at(point string) bool {
 func (w *worker) announce(r Record) bool {
 	w.emit(&r)
 	answer, ok := <-w.answers
-	return ok && answer == "go"
+	w.lastAnswer.Store(answer)
+	return ok && (answer == "go" || answer == AnswerStale)
 }
 
 // Starvation is how the worker tells a late timer of the library's from
