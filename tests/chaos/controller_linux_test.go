@@ -271,7 +271,7 @@ func (c *controller) read(p *proc, stdout *os.File) {
 	defer stdout.Close()
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	waits := map[int64]bool{}
+	waits, txs := map[int64]bool{}, map[int64]bool{}
 	for lines.Scan() {
 		p.out.Write(lines.Bytes())
 		p.out.WriteByte('\n')
@@ -282,6 +282,10 @@ func (c *controller) read(p *proc, stdout *os.File) {
 		switch {
 		case r.Kind == "at":
 			c.events <- atEvent{p, r}
+		case r.Kind == "call" && r.Op == "tx":
+			txs[r.ID] = true
+		case r.Kind == "ret" && txs[r.ID]:
+			c.events <- txDoneEvent{p}
 		case r.Kind == "call" && r.Op == "wait":
 			waits[r.ID] = true
 		case r.Kind == "ret" && waits[r.ID]:
@@ -318,6 +322,8 @@ func (c *controller) loop(ctx context.Context) {
 		switch ev := ev.(type) {
 		case atEvent:
 			c.at(ev.p, ev.at)
+		case txDoneEvent:
+			c.txDone(ev.p)
 		case holdingEvent:
 			ev.p.holding = ev.holding
 		case backendEvent:
@@ -400,8 +406,10 @@ func (c *controller) at(p *proc, at chaos.Record) {
 	switch {
 	case c.stopping:
 		c.answer(p, "stop")
+	case point == "granted":
+		c.granted(p)
 	case point == "checked" && c.cfg.Guarded && c.chance(faultStaleAfterCheck, c.cfg.PauseAfterCheck):
-		c.pause(p, faultStaleAfterCheck, chaos.AnswerStale, 0)
+		c.staleAfterCheck(p)
 	case point == "checked" && c.chance(faultPauseAfterCheck, c.cfg.PauseAfterCheck):
 		c.pause(p, faultPauseAfterCheck, "go", 0)
 	case point == "fenced" && c.chance(faultKillInTx, c.cfg.KillInTx):
@@ -545,6 +553,7 @@ func (c *controller) crash(ctx context.Context) {
 func (c *controller) exited(ctx context.Context, p *proc, err error) {
 	p.exited = true
 	delete(c.live, p.slot)
+	c.txDone(p)
 	switch {
 	case p.killed:
 		if !c.stopping {

@@ -81,6 +81,11 @@ func (w *worker) beginTenure(ctx context.Context, s *session.Session, db *sql.DB
 		}
 		return t, nil
 	}
+	// Granted, the tenure not begun: where the controller holds a new
+	// holder back while a stale one goes on (see the controller).
+	if !w.announce(Record{Kind: "at", Point: "granted", Resource: resource, Epoch: s.Epoch()}) {
+		return nil, errStop
+	}
 	t, err := w.live.LiveTenure(ctx, db, fences, s.Lease())
 	if err != nil {
 		return nil, err

@@ -58,6 +58,55 @@ type guardedRun struct {
 	ops  map[int]string // by backend pid: the transaction's OpID
 	db   *sql.DB        // the controller's look at the rows
 	held []chaos.HeldCommit
+	// stale are the workers in faultStaleAfterCheck, from their stop to
+	// the return of their transaction; meanwhile every new holder that
+	// announces its grant waits in waiting, so that the stale worker's
+	// transaction comes after the next grant and before the new
+	// holder's tenure: a holder paused past its expiry before the new
+	// holder has acted.
+	stale   map[*proc]bool
+	waiting []*proc
+}
+
+// txDoneEvent: a worker's transaction returned.
+type txDoneEvent struct{ p *proc }
+
+// staleAfterCheck stops p after its Check for a fault's length, and then
+// lets it go on as a holder that did not see its session end.
+func (c *controller) staleAfterCheck(p *proc) {
+	if c.guarded.stale == nil {
+		c.guarded.stale = map[*proc]bool{}
+	}
+	c.guarded.stale[p] = true
+	c.pause(p, faultStaleAfterCheck, chaos.AnswerStale, 0)
+}
+
+// granted answers a new holder that announced its grant: it waits while
+// a stale worker has not finished its transaction.
+func (c *controller) granted(p *proc) {
+	if len(c.guarded.stale) == 0 {
+		c.answer(p, "go")
+		return
+	}
+	c.guarded.waiting = append(c.guarded.waiting, p)
+}
+
+// txDone lets the waiting new holders go once p, a stale worker, has
+// finished its transaction (or exited).
+func (c *controller) txDone(p *proc) {
+	if !c.guarded.stale[p] {
+		return
+	}
+	delete(c.guarded.stale, p)
+	if len(c.guarded.stale) > 0 {
+		return
+	}
+	for _, q := range c.guarded.waiting {
+		if !q.killed && !q.exited {
+			c.answer(q, "go")
+		}
+	}
+	c.guarded.waiting = nil
 }
 
 // holdCommit notes which transaction's COMMIT the backend at.Pid is
