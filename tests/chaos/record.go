@@ -22,7 +22,8 @@ type Record struct {
 	//     inserted, before COMMIT), "committing" (inside SQLite's COMMIT; on PostgreSQL, the COMMIT
 	//     written to the server),
 	//     "lessor-locked" (inside an acquire, holding the lessor's write
-	//     lock);
+	//     lock), "granted" (the guarded variant: granted, the tenure not
+	//     begun; Resource and Epoch say which);
 	//   - "done": a session's Done closed;
 	//   - "lessor-commit": a transaction on the lessor's file began to
 	//     commit (SQLite's commit hook);
