@@ -49,7 +49,10 @@ const doneTolerance = 50 * time.Millisecond
 // The variants: the workers' own database is SQLite or PostgreSQL, the
 // lessor a SQLite file; or (etcd) the lessor is a three-member etcd
 // cluster, whose leader the test cuts off, kills and pauses, and whose
-// followers it pauses, and the workers' own database is SQLite.
+// followers it pauses, and the workers' own database is SQLite; or
+// (postgresql-guarded) docs/postgres.md's path: the leases in the same
+// PostgreSQL database, on the server's clock, and every transaction
+// guarded by LiveTenure, with the checks of the guard.
 func TestServicePathUnderChaos(t *testing.T) {
 	for _, v := range []struct {
 		name    string
@@ -62,6 +65,7 @@ func TestServicePathUnderChaos(t *testing.T) {
 	} {
 		t.Run(v.name, func(t *testing.T) { run(t, config(t, v.dialect, v.etcd)) })
 	}
+	t.Run("postgresql-guarded", func(t *testing.T) { run(t, guardedConfig(t)) })
 }
 
 // config is the short form (seconds), or the soak that soakEnv asks for.
@@ -107,7 +111,12 @@ func config(t *testing.T, dialect fence.Dialect, etcd bool) Config {
 func (c *controller) check(h *chaos.History, ran time.Duration) {
 	t := c.t
 	checks, violations := 0, 0
-	for _, check := range chaos.Checks(doneTolerance) {
+	list := chaos.Checks(doneTolerance)
+	if c.cfg.Guarded {
+		list = append(list, chaos.GuardedChecks()...)
+		h.Held = c.guarded.held
+	}
+	for _, check := range list {
 		checks++
 		bad := check.Run(h)
 		violations += len(bad)
@@ -193,6 +202,9 @@ func (c *controller) check(h *chaos.History, ran time.Duration) {
 	}
 	all, undisturbed := h.ReleaseToGrant()
 	t.Logf("from a release to the next grant to a waiting worker: %s; while no process was stopped: %s", spread(all), spread(undisturbed))
+	if c.cfg.Guarded {
+		c.logGuarded(h)
+	}
 	t.Logf("checks: %d (porcupine: %s on %d operations in %v); violations found: %d",
 		checks, result, n, linearized.Round(time.Millisecond), violations)
 }

@@ -25,6 +25,7 @@ import (
 	"leases/fence"
 	"leases/internal/rules"
 	"leases/internal/testctx"
+	"leases/postgres"
 	"leases/postgres/pgtest"
 	"leases/sqlite"
 	"leases/tests/chaos"
@@ -64,6 +65,8 @@ type Config struct {
 	// ClusterFaultMax.
 	ClusterMin, ClusterMax           time.Duration
 	ClusterFaultMin, ClusterFaultMax time.Duration
+	// Guarded runs the guarded variant (servertime_linux_test.go).
+	Guarded bool
 }
 
 // The kinds of faults, as the figures name them.
@@ -174,6 +177,7 @@ type controller struct {
 	// shutdown forever.
 	backends map[int]bool
 	failures []string
+	guarded  guardedRun // the guarded variant's held COMMITs
 }
 
 func run(t *testing.T, cfg Config) {
@@ -200,6 +204,9 @@ func run(t *testing.T, cfg Config) {
 		t.Cleanup(func() { _ = cluster.Close() })
 		c.cluster = cluster
 		c.env.Lessor, c.env.Etcd = "", cluster.Endpoints()
+	}
+	if cfg.Guarded {
+		c.guard()
 	}
 	c.setup(ctx)
 	c.began = time.Now()
@@ -267,6 +274,9 @@ func (c *controller) setup(ctx context.Context) {
 			c.t.Fatal(err)
 		}
 	}
+	if c.cfg.Guarded {
+		c.createLeases(ctx, db)
+	}
 }
 
 func (c *controller) open() *sql.DB {
@@ -327,7 +337,7 @@ func (c *controller) read(p *proc, stdout *os.File) {
 	defer stdout.Close()
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	waits := map[int64]bool{}
+	waits, txs := map[int64]bool{}, map[int64]bool{}
 	accepting := map[int64]chaos.Record{} // acquires, renewals, transactions under way
 	for lines.Scan() {
 		p.out.Write(lines.Bytes())
@@ -335,6 +345,15 @@ func (c *controller) read(p *proc, stdout *os.File) {
 		var r chaos.Record
 		if json.Unmarshal(lines.Bytes(), &r) != nil {
 			continue // a line cut short by a kill
+		}
+		// A transaction's return is told to the loop (the guarded
+		// variant's stale holder waits for it), and counted as a write.
+		if r.Kind == "call" && r.Op == "tx" {
+			txs[r.ID] = true
+		}
+		if r.Kind == "ret" && txs[r.ID] {
+			delete(txs, r.ID)
+			c.events <- txDoneEvent{p}
 		}
 		switch {
 		case r.Kind == "at":
@@ -382,9 +401,12 @@ func (c *controller) loop(ctx context.Context) {
 		switch ev := ev.(type) {
 		case atEvent:
 			c.at(ev.p, ev.at)
+		case txDoneEvent:
+			c.txDone(ev.p)
 		case holdingEvent:
 			ev.p.holding = ev.holding
 		case backendEvent:
+			c.beforeContinue(ctx, ev.pid)
 			c.continueBackend(ev.pid)
 		case resumeEvent:
 			c.resume(ev.p, ev.answer)
@@ -444,6 +466,10 @@ func (c *controller) loop(ctx context.Context) {
 // kinds are the faults of this run.
 func (c *controller) kinds() []string {
 	kinds := []string{faultPauseAfterCheck, faultPauseInTx, faultCommitHeld, faultPauseInLessor, faultPauseRandom, faultKillInTx, faultKillRandom}
+	if c.cfg.Guarded { // no lessor's file, no write lock of SQLite's
+		kinds = slices.DeleteFunc(kinds, func(k string) bool { return k == faultPauseInLessor })
+		kinds = append(kinds, faultStaleAfterCheck)
+	}
 	if c.server != nil {
 		kinds = append(kinds, faultServerCrash)
 	}
@@ -489,6 +515,10 @@ func (c *controller) at(p *proc, at chaos.Record) {
 	switch {
 	case c.stopping:
 		c.answer(p, "stop")
+	case point == "granted":
+		c.granted(p)
+	case point == "checked" && c.cfg.Guarded && c.chance(faultStaleAfterCheck, c.cfg.PauseAfterCheck):
+		c.staleAfterCheck(p)
 	case point == "checked" && c.chance(faultPauseAfterCheck, c.cfg.PauseAfterCheck):
 		c.pause(p, faultPauseAfterCheck, "go", 0)
 	case point == "fenced" && c.chance(faultKillInTx, c.cfg.KillInTx):
@@ -498,6 +528,7 @@ func (c *controller) at(p *proc, at chaos.Record) {
 	case point == "committing" && c.chance(faultCommitHeld, c.cfg.CommitHeld):
 		// On PostgreSQL the worker's backend too, which holds the
 		// transaction and has the COMMIT to read.
+		c.holdCommit(at)
 		c.pause(p, faultCommitHeld, "go", at.Pid)
 	case point == "lessor-locked" && c.othersHold(p) && c.chance(faultPauseInLessor, c.cfg.PauseInLessor):
 		c.pause(p, faultPauseInLessor, "go", 0)
@@ -695,6 +726,7 @@ func (c *controller) applyClusterFault(ctx context.Context, kind string, length 
 func (c *controller) exited(ctx context.Context, p *proc, err error) {
 	p.exited = true
 	delete(c.live, p.slot)
+	c.txDone(p)
 	switch {
 	case p.killed:
 		if !c.stopping {
@@ -771,6 +803,10 @@ func (c *controller) history(ctx context.Context) *chaos.History {
 	readPairs(ctx, c.t, db, `SELECT resource, seq FROM chaos_counters`, h.Counters)
 	if c.cluster != nil {
 		c.readEtcdEpochs(ctx, h.Epochs)
+		return h
+	}
+	if c.cfg.Guarded {
+		readPairs(ctx, c.t, db, `SELECT resource, epoch FROM `+postgres.DefaultPrefix+`authority`, h.Epochs)
 		return h
 	}
 	lessor, err := sql.Open("sqlite", "file:"+c.env.Lessor+"?mode=ro")

@@ -77,6 +77,9 @@ type History struct {
 	Fences   map[string]int64
 	Counters map[string]int64
 	Epochs   map[string]int64
+	// Held are the guarded variant's COMMITs held with their backend
+	// stopped, as the controller saw them when it continued the backend.
+	Held []HeldCommit
 }
 
 // Read adds the records a worker wrote on r to h. A last line cut short
@@ -155,7 +158,7 @@ func (h *History) porcupineOps() []porcupine.Operation {
 	var last int64 // the latest call or return that is known
 	for i, op := range h.Ops {
 		in := Input{Op: op.Call.Op, Resource: op.Call.Resource, Holder: op.Call.Holder,
-			Epoch: op.Call.Epoch, Now: op.Call.Now, TTL: op.Call.TTL}
+			Epoch: op.Call.Epoch, Now: op.Call.Now, TTL: op.Call.TTL, ServerTime: op.Call.ServerTime}
 		out := Output{Result: op.Result()}
 		call, ret := op.Call.T, int64(math.MaxInt64)
 		if op.Ret != nil {

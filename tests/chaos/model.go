@@ -19,6 +19,12 @@ type modelState struct {
 	GrantedAt int64
 	ExpiresAt int64
 	LastTick  int64
+	// Vague says that a call whose tick the server chose and whose
+	// answer is unknown (a grant, a renewal) may have changed the
+	// current lease: its ticks are not known until an answer shows them
+	// (see stepServer). Never set on the path where the caller gives
+	// the tick.
+	Vague bool
 	// The fence: the highest epoch a committed observe or admitted
 	// transaction brought; Seq, the number of committed business rows.
 	Fence int64
@@ -33,6 +39,9 @@ type Input struct {
 	Epoch    int64 // renew, release: the held lease's; tenure, tx: the tenure's
 	Now, TTL int64 // the authority's ticks
 	Seq      int64 // tx: the sequence number its row committed with
+	// ServerTime: the server's clock chose the tick, and Now is unknown
+	// (stepServer); on a tx, it was admitted by the server-clock guard.
+	ServerTime bool
 }
 
 // Output is what the operation answered: one of the results, and for an
@@ -164,6 +173,9 @@ var Model = porcupine.NondeterministicModel{
 	Init: func() []any { return []any{modelState{}} },
 	Step: func(state, input, output any) []any {
 		s, in, got := state.(modelState), input.(Input), output.(Output)
+		if in.ServerTime {
+			return s.stepServer(in, got)
+		}
 		next, want := s.step(in)
 		if got.Result == resultUnknown || got.Result == resultKilled {
 			// Either nothing happened, or what the model does; where the
@@ -198,7 +210,7 @@ var Model = porcupine.NondeterministicModel{
 	},
 	DescribeState: func(state any) string {
 		s := state.(modelState)
-		return fmt.Sprintf("epoch %d %q held=%v %d..%d last %d | fence %d seq %d",
-			s.Epoch, s.Holder, s.Held, s.GrantedAt, s.ExpiresAt, s.LastTick, s.Fence, s.Seq)
+		return fmt.Sprintf("epoch %d %q held=%v %d..%d last %d vague=%v | fence %d seq %d",
+			s.Epoch, s.Holder, s.Held, s.GrantedAt, s.ExpiresAt, s.LastTick, s.Vague, s.Fence, s.Seq)
 	},
 }

@@ -126,6 +126,74 @@ func TestModelAndChecksTellRightFromWrong(t *testing.T) {
 			s.tenure("A", 1, 0)
 			s.h.Epochs["r"] = 1
 		}, false, []string{"the fence is the newest committed tenure and covers every row"}},
+		// On the server's clock: ticks that the answers show, or none.
+		{"server's clock: a grant, a renewal, a refusal, a release, the next grant", func(s *scripted) {
+			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
+			s.server("A", "renew", 1, 10, resultOK, lease("A", 1, 100, 115))
+			s.server("B", "holder", 0, 0, resultOK, lease("A", 1, 100, 115))
+			s.server("B", "acquire", 0, 10, resultHeld, lease("A", 1, 100, 115))
+			s.server("A", "release", 1, 0, resultOK, nil)
+			s.server("A", "renew", 1, 10, resultNotHolder, nil)
+			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 112, 122))
+			s.server("B", "renew", 2, 10, resultExpired, nil)
+			s.h.Epochs["r"] = 2
+		}, true, nil},
+		{"server's clock: a killed acquire, then a grant at a tick no answer showed", func(s *scripted) {
+			s.server("A", "acquire", 0, 10, resultKilled, nil)
+			s.server("B", "acquire", 0, 10, resultHeld, lease("A", 1, 50, 60))
+			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 60, 70))
+			s.h.Epochs["r"] = 2
+		}, true, nil},
+		{"server's clock: a grant while the lease is live", func(s *scripted) {
+			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
+			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 105, 115))
+			s.h.Epochs["r"] = 2
+		}, false, nil},
+		{"server's clock: a renewal whose tick runs backwards", func(s *scripted) {
+			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
+			s.server("A", "renew", 1, 10, resultOK, lease("A", 1, 100, 105))
+			s.h.Epochs["r"] = 1
+		}, false, nil},
+		{"server's clock: a refusal by a lease that is not the live one", func(s *scripted) {
+			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
+			s.server("B", "acquire", 0, 10, resultHeld, lease("A", 1, 100, 120))
+			s.h.Epochs["r"] = 1
+		}, false, nil},
+		{"server's clock: a renewal by a holder that released", func(s *scripted) {
+			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
+			s.server("A", "release", 1, 0, resultOK, nil)
+			s.server("A", "renew", 1, 10, resultOK, lease("A", 1, 100, 115))
+			s.h.Epochs["r"] = 1
+		}, false, nil},
+		{"server's clock: a guarded row committed after the next grant returned", func(s *scripted) {
+			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 0, 10))
+			s.tenure("A", 1, 0)
+			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 20, 30))
+			s.guardedTx("A", 1, 1, 5) // its COMMIT sent after B's grant returned
+			s.h.Epochs["r"] = 2
+		}, false, []string{"no row of epoch e commits after the grant of epoch e+1 returned"}},
+		{"server's clock: a held COMMIT not committed when the next grant had returned, that then committed", func(s *scripted) {
+			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 0, 10))
+			s.tenure("A", 1, 0)
+			s.guardedTx("A", 1, 1, 5)
+			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 20, 30))
+			s.h.Held = append(s.h.Held, HeldCommit{OpID: "A/1", At: s.t + 1})
+			s.h.Epochs["r"] = 2
+		}, true, []string{"no row of epoch e commits after the grant of epoch e+1 returned"}},
+		{"server's clock: a held COMMIT that the next grant waited for", func(s *scripted) {
+			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 0, 10))
+			s.tenure("A", 1, 0)
+			s.guardedTx("A", 1, 1, 5)
+			s.h.Held = append(s.h.Held, HeldCommit{OpID: "A/1", At: s.t + 1})
+			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 20, 30))
+			s.h.Epochs["r"] = 2
+		}, true, nil},
+		{"server's clock: a guarded row of a transaction begun after the lease's expiry", func(s *scripted) {
+			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
+			s.tenure("A", 1, 0)
+			s.guardedTx("A", 1, 1, 110)
+			s.h.Epochs["r"] = 1
+		}, true, []string{"no guarded row of a transaction begun at or after its lease's expiry"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newScripted()
@@ -135,7 +203,7 @@ func TestModelAndChecksTellRightFromWrong(t *testing.T) {
 				t.Errorf("porcupine says %s; want %s", result, want)
 			}
 			found := map[string][]string{}
-			for _, check := range Checks(time.Millisecond) {
+			for _, check := range append(Checks(time.Millisecond), GuardedChecks()...) {
 				if bad := check.Run(s.h); len(bad) > 0 {
 					found[check.Name] = bad
 				}

@@ -6,6 +6,7 @@ import (
 
 	"leases"
 	"leases/fence"
+	"leases/postgres"
 	"leases/session"
 )
 
@@ -21,7 +22,8 @@ type Record struct {
 	//     inserted, before COMMIT), "committing" (inside SQLite's COMMIT; on PostgreSQL, the COMMIT
 	//     written to the server),
 	//     "lessor-locked" (inside an acquire, holding the lessor's write
-	//     lock);
+	//     lock), "granted" (the guarded variant: granted, the tenure not
+	//     begun; Resource and Epoch say which);
 	//   - "done": a session's Done closed;
 	//   - "lessor-commit": a transaction on the lessor's file began to
 	//     commit (SQLite's commit hook), or a transaction that writes was
@@ -49,6 +51,10 @@ type Record struct {
 	Now      int64  `json:"now,omitempty"`
 	TTL      int64  `json:"ttl,omitempty"`
 	OpID     string `json:"opid,omitempty"`
+	// ServerTime says that the server's clock decides the call's tick
+	// (postgres.ServerClock): Now is unknown, not zero. On a "tx", that
+	// the transaction is admitted by the server-clock guard (AdmitLive).
+	ServerTime bool `json:"server_time,omitempty"`
 
 	// What it returned: Result (see resultOf), the lease it granted,
 	// renewed or was refused by, the sequence number a transaction's row
@@ -84,6 +90,7 @@ const (
 	resultNotHolder  = "not-holder"
 	resultExpired    = "expired"
 	resultSuperseded = "superseded"
+	resultNotLive    = "not-live" // postgres.ErrNotLive: the guard found the lease not live; no row
 	resultInvalid    = "invalid"
 	resultEnded      = "ended"      // the session ended (Check, or a transaction under its context)
 	resultCanceled   = "canceled"   // the caller's context ended
@@ -111,6 +118,9 @@ func resultOf(err error) string {
 		return resultUnknown
 	case errors.Is(err, fence.ErrSuperseded):
 		return resultSuperseded
+	case errors.Is(err, postgres.ErrNotLive):
+		// Before the refusals it also matches (expired, not the holder).
+		return resultNotLive
 	case errors.Is(err, session.ErrEnded):
 		// Before the refusals: a transaction cut off by the session's end
 		// carries why the session ended, a refused renewal perhaps.

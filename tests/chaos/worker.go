@@ -30,6 +30,7 @@ import (
 	"leases/etcd"
 	"leases/fence"
 	"leases/internal/sqlitestore"
+	"leases/postgres"
 	"leases/session"
 	"leases/sqlite"
 )
@@ -66,6 +67,11 @@ type WorkerConfig struct {
 	Work time.Duration `json:"work"`
 	// Seed seeds the worker's choice of resources.
 	Seed uint64 `json:"seed"`
+	// Guarded runs the path of docs/postgres.md instead: the leases in
+	// the worker's own PostgreSQL database on the server's clock, and
+	// every transaction admitted by ServerClock.LiveTenure (see
+	// servertime.go). Lessor is then unused.
+	Guarded bool `json:"guarded,omitempty"`
 }
 
 // Driver is the database/sql driver name for d.
@@ -128,6 +134,13 @@ type worker struct {
 	// that runs the transaction.
 	committing atomic.Bool
 	backend    atomic.Int64
+	// live is the lessor on the server's clock, in the guarded variant.
+	live *postgres.ServerClock
+	// committingOp is the OpID of the transaction whose COMMIT is
+	// announced, for the controller to look for its row.
+	committingOp atomic.Pointer[string]
+	// lastAnswer is the controller's last answer to an "at".
+	lastAnswer atomic.Value
 }
 
 // RunWorker is the worker role: it reads its WorkerConfig from the
@@ -192,6 +205,9 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	if len(w.cfg.Etcd) > 0 {
 		return w.runOnEtcd(ctx, db, fences)
+	}
+	if w.cfg.Guarded {
+		return w.runGuarded(ctx, db, fences)
 	}
 	// Hold the lessor's write lock open at the controller's word: an
 	// acquire's transaction, after its write and before COMMIT, stops
@@ -310,7 +326,7 @@ func (w *worker) job(ctx context.Context, lessor leases.Lessor, db *sql.DB, fenc
 func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fences *fence.Table, resource string) error {
 	epoch := s.Epoch()
 	id := w.call(Record{Op: "tenure", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch})
-	tenure, err := fences.Tenure(ctx, db, resource, epoch)
+	tenure, err := w.beginTenure(ctx, s, db, fences, resource)
 	w.ret(id, Record{Result: resultOf(err), Err: errText(err)})
 	if err != nil {
 		return dbFailure(err)
@@ -337,8 +353,9 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 		if err != nil || !w.at("checked") {
 			return nil
 		}
+		ctx := w.txContext(ctx)
 		opID := fmt.Sprintf("%s/%s/%d/%d", w.cfg.Holder, resource, epoch, i)
-		id = w.call(Record{Op: "tx", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch, OpID: opID})
+		id = w.call(Record{Op: "tx", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch, OpID: opID, ServerTime: w.live != nil})
 		var seq int64
 		err = tenure.Tx(ctx, nil, func(tx *sql.Tx) error {
 			if err := tx.QueryRowContext(ctx, w.sql.next, resource).Scan(&seq); err != nil {
@@ -360,6 +377,7 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 				return errStop
 			}
 			w.emit(&Record{Kind: "commit", ID: id})
+			w.committingOp.Store(&opID)
 			w.committing.Store(true)
 			return nil
 		})
@@ -418,7 +436,7 @@ type commitConn struct {
 func (c *commitConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	if err == nil && bytes.Contains(bytes.ToLower(p), []byte("commit")) && c.w.committing.CompareAndSwap(true, false) {
-		c.w.announce(Record{Kind: "at", Point: "committing", Pid: int(c.w.backend.Load())})
+		c.w.announce(Record{Kind: "at", Point: "committing", Pid: int(c.w.backend.Load()), OpID: *c.w.committingOp.Load()})
 	}
 	return n, err
 }
@@ -453,7 +471,8 @@ func (w *worker) at(point string) bool {
 func (w *worker) announce(r Record) bool {
 	w.emit(&r)
 	answer, ok := <-w.answers
-	return ok && answer == "go"
+	w.lastAnswer.Store(answer)
+	return ok && (answer == "go" || answer == AnswerStale)
 }
 
 // Starvation is how the worker tells a late timer of the library's from
