@@ -132,14 +132,7 @@ func (tn *Tenure) inTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql
 		return errors.Join(notCommitted(ctx), ignoreDone(tx.Rollback()))
 	}
 	if err := tx.Commit(); err != nil {
-		// Nothing committed only if the commit never reached the driver:
-		// database/sql rolled the transaction back because ctx ended
-		// (ErrTxDone), or refused to send the commit and left the
-		// transaction open (a rollback then still finds it open). Once
-		// the commit was sent, an error is an unknown outcome, whatever it
-		// says: a driver may answer ctx's end with ctx's own error after
-		// the COMMIT went out (pgx does), and the server may commit it.
-		if rollback := tx.Rollback(); ctx.Err() != nil && (errors.Is(err, sql.ErrTxDone) || !errors.Is(rollback, sql.ErrTxDone)) {
+		if outcome.CommitNotSent(ctx, tx, err) {
 			return notCommitted(ctx)
 		}
 		return outcome.Unknown(ctx, fmt.Errorf("commit failed: %w", err))

@@ -9,6 +9,7 @@ package outcome
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -45,4 +46,17 @@ func WithContext(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%w): %w", ctxErr, cause, err)
 	}
 	return fmt.Errorf("%w: %w", ctxErr, err)
+}
+
+// CommitNotSent reports, for tx whose Commit failed with err, whether
+// database/sql never handed the COMMIT to the driver because ctx ended:
+// it rolled the transaction back itself (sql.ErrTxDone), or refused to
+// send the commit and left the transaction open, which CommitNotSent then
+// rolls back (a rollback that still finds it open). Nothing committed
+// then. Once the commit was sent, an error is no proof of anything,
+// whatever it says: a driver may answer ctx's end with ctx's own error
+// after the COMMIT went out (pgx does), and the server may commit it.
+func CommitNotSent(ctx context.Context, tx *sql.Tx, err error) bool {
+	rollback := tx.Rollback()
+	return ctx.Err() != nil && (errors.Is(err, sql.ErrTxDone) || !errors.Is(rollback, sql.ErrTxDone))
 }

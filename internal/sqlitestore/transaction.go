@@ -37,7 +37,7 @@ func (s *Store) inTransaction(ctx context.Context, fn func(*sql.Tx) error) error
 	}
 	beforeCommit()
 	if err := tx.Commit(); err != nil {
-		if rolledBack(ctx, err) {
+		if rolledBack(ctx, tx, err) {
 			return outcome.BeforeCommit(ctx, fmt.Errorf("not committed: %w", err))
 		}
 		// The commit was sent: SQLite may have written the change to the
@@ -54,18 +54,17 @@ func (s *Store) inTransaction(ctx context.Context, fn func(*sql.Tx) error) error
 // commit; a test makes the context end there.
 var beforeCommit = func() {}
 
-// rolledBack reports whether a commit that failed is known to have
-// changed nothing, because the context ended first. database/sql answers
-// the context's error, or sql.ErrTxDone, when the context ended before it
-// handed COMMIT to the driver, and rolls the transaction back instead;
-// modernc.org/sqlite answers the context's error when the context ended
-// while its COMMIT waited or ran, having interrupted it and rolled the
-// transaction back (its tx.Commit). Taken for an unknown outcome, such a
-// commit (a session's renewal cut off by the session's own end, say)
-// would make the whole store refuse everything until it is reopened, and
-// end every other session of the process with it.
-func rolledBack(ctx context.Context, err error) bool {
-	return errors.Is(err, sql.ErrTxDone) || (ctx.Err() != nil && errors.Is(err, ctx.Err()))
+// rolledBack reports whether tx's commit, which failed with err, is known
+// to have changed nothing because the context ended first: database/sql
+// never sent it (outcome.CommitNotSent), or modernc.org/sqlite, which
+// answers the context's error when the context ended while its COMMIT
+// waited or ran, interrupted it and rolled the transaction back (its
+// tx.Commit). Taken for an unknown outcome, such a commit (a session's
+// renewal cut off by the session's own end, say) would make the whole
+// store refuse everything until it is reopened, and end every other
+// session of the process with it.
+func rolledBack(ctx context.Context, tx *sql.Tx, err error) bool {
+	return outcome.CommitNotSent(ctx, tx, err) || (ctx.Err() != nil && errors.Is(err, ctx.Err()))
 }
 
 // usable refuses every operation once a commit's outcome was unknown:
