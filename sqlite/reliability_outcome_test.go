@@ -18,6 +18,7 @@ import (
 	"leases/internal/experiment/experimenttest"
 	"leases/internal/experiment/worker"
 	"leases/internal/sqlitetest"
+	"leases/internal/stracetest"
 	"leases/internal/testctx"
 	"leases/sqlite"
 )
@@ -101,10 +102,7 @@ func TestFailedCommitIsAnUnknownOutcome(t *testing.T) {
 // attach.
 func attachStrace(t *testing.T, ctx context.Context, pid int, args ...string) {
 	t.Helper()
-	path, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace is not installed: this fault injection needs it")
-	}
+	path := stracetest.Path(t)
 	cmd := exec.CommandContext(ctx, path, append([]string{"-f", "-o", "/dev/null", "-p", fmt.Sprint(pid)}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"leases/internal/stracetest"
 	"leases/internal/testctx"
 	"leases/sqlite"
 )
@@ -19,10 +20,7 @@ import (
 // when (whether it took effect is the file's to say: see the root
 // module's TestFailedCommitIsAnUnknownOutcome).
 func TestAcquireWithAnUnknownOutcome(t *testing.T) {
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace is not installed: this fault injection needs it")
-	}
+	strace := stracetest.Path(t)
 	ctx := testctx.Context(t)
 	db := sqliteFile(t)
 	// The keeper holds the file open with a change in the log, so that

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"leases/internal/roles"
+	"leases/internal/stracetest"
 	"leases/internal/testctx"
 )
 
@@ -398,13 +398,7 @@ func killOwner(t *testing.T, dir, how string) {
 // follows with the member's death: no failure. A member that dies by
 // itself under it is one.
 func TestWrappedMemberEnds(t *testing.T) {
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace is not installed")
-	}
-	if out, err := exec.Command(strace, "-f", "-o", os.DevNull, "true").CombinedOutput(); err != nil {
-		t.Skipf("strace cannot trace here (ptrace not permitted?): %v %s", err, out)
-	}
+	strace := stracetest.Path(t)
 	wrap := func(int) []string { return []string{strace, "-f", "-o", os.DevNull} }
 	c := startCluster(t, Options{Dir: t.TempDir(), Members: 1, Wrap: wrap})
 	if err := c.Kill(0); err != nil {

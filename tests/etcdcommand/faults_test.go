@@ -2,8 +2,8 @@ package etcdcommand_test
 
 import (
 	"bytes"
+	"leases/internal/stracetest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -12,7 +12,7 @@ import (
 // and the run with it: exit 3, one line naming the member, nothing
 // written, no process and no temporary directory left.
 func TestMemberFaultsEndTheRun(t *testing.T) {
-	strace := straceOrSkip(t)
+	strace := stracetest.Path(t)
 	cases := []struct {
 		name   string
 		inject string
@@ -45,18 +45,4 @@ func TestMemberFaultsEndTheRun(t *testing.T) {
 			}
 		})
 	}
-}
-
-// straceOrSkip returns strace's path, or skips the test where strace is
-// missing or may not trace.
-func straceOrSkip(t *testing.T) string {
-	t.Helper()
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace is not installed")
-	}
-	if out, err := exec.Command(strace, "-f", "-o", os.DevNull, "true").CombinedOutput(); err != nil {
-		t.Skipf("strace cannot trace here (ptrace not permitted?): %v %s", err, bytes.TrimSpace(out))
-	}
-	return strace
 }

@@ -25,13 +25,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"leases/internal/experiment/command"
 	"leases/internal/experiment/experimenttest"
+	"leases/internal/stracetest"
 )
 
 // faultsEnv set to "all" runs every case; by default only the cases that
@@ -142,7 +142,7 @@ func TestCommandUnderSyscallFaults(t *testing.T) {
 			t.Parallel()
 			var p commandProcess
 			if tc.inject != "" {
-				p.wrapper = []string{straceOrSkip(t), "-f", "-o", os.DevNull, "-e", "inject=" + tc.inject}
+				p.wrapper = []string{stracetest.Path(t), "-f", "-o", os.DevNull, "-e", "inject=" + tc.inject}
 			}
 			if tc.tmpfs != "" {
 				p.tmpDir = mountTmpfs(t, tc.tmpfs)
@@ -190,20 +190,6 @@ func containsAny(s string, subs []string) bool {
 		}
 	}
 	return false
-}
-
-// straceOrSkip returns strace's path, or skips the test where strace is
-// missing or may not trace.
-func straceOrSkip(t *testing.T) string {
-	t.Helper()
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace is not installed")
-	}
-	if out, err := exec.Command(strace, "-f", "-o", os.DevNull, "true").CombinedOutput(); err != nil {
-		t.Skipf("strace cannot trace here (ptrace not permitted?): %v %s", err, bytes.TrimSpace(out))
-	}
-	return strace
 }
 
 // cleanSQLiteRun is what this test binary, playing the command on SQLite
