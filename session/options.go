@@ -66,7 +66,6 @@ type Options struct {
 // (milliseconds).
 type settings struct {
 	ttl          time.Duration // whole milliseconds
-	ttlTicks     int64
 	margin       int64
 	drift        int64 // the allowance for clock rate, in ticks
 	lifetime     int64 // from a request's sending to the deadline: ttl - margin - drift
@@ -155,7 +154,7 @@ func (o Options) settings(lessor leases.Lessor) (settings, error) {
 	// comes back is found well before the deadline.
 	minBackoff := max(1, ttl.Milliseconds()/100)
 	return settings{
-		ttl: ttl, ttlTicks: ttl.Milliseconds(), margin: marginTicks, drift: driftTicks, lifetime: window,
+		ttl: ttl, margin: marginTicks, drift: driftTicks, lifetime: window,
 		renewEvery: renewEvery,
 		minBackoff: minBackoff, maxBackoff: max(minBackoff, ttl.Milliseconds()/10),
 		clock: clk, log: log, onEvent: o.OnEvent, closeTimeout: closeTimeout,
