@@ -132,11 +132,7 @@ func (r *serverRecorder) Release(ctx context.Context, held leases.Lease) error {
 func (r *serverRecorder) Holder(ctx context.Context, resource string) (leases.Lease, bool, error) {
 	id := r.w.call(Record{Op: "holder", Resource: resource, ServerTime: true})
 	lease, live, err := r.lessor.Holder(ctx, resource)
-	rec := leaseRecord(lease, err)
-	if err == nil && !live {
-		rec = Record{Result: resultNone}
-	}
-	r.w.ret(id, rec)
+	r.w.ret(id, holderRecord(lease, live, err))
 	return lease, live, err
 }
 

@@ -582,16 +582,20 @@ func (r *recorder) Release(ctx context.Context, held leases.Lease, now int64) er
 func (r *recorder) Holder(ctx context.Context, resource string, now int64) (leases.Lease, bool, error) {
 	id := r.w.call(Record{Op: "holder", Resource: resource, Now: now})
 	lease, live, err := r.auth.Holder(ctx, resource, now)
-	rec := leaseRecord(lease, err)
-	if err == nil && !live {
-		rec = Record{Result: resultNone}
-	}
-	r.w.ret(id, rec)
+	r.w.ret(id, holderRecord(lease, live, err))
 	return lease, live, err
 }
 
 func (r *recorder) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
 	return r.auth.(leases.Watcher).Changed(ctx, resource)
+}
+
+// holderRecord is the "ret" of a holder query: the live lease, or none.
+func holderRecord(lease leases.Lease, live bool, err error) Record {
+	if err == nil && !live {
+		return Record{Result: resultNone}
+	}
+	return leaseRecord(lease, err)
 }
 
 // leaseRecord is the "ret" of an authority's call: the lease it granted,
