@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	"leases/etcd"
 	"leases/fence"
+	"leases/internal/roles"
 	"leases/internal/rules"
 	"leases/internal/testctx"
 	"leases/postgres"
@@ -860,25 +860,10 @@ func readPairs(ctx context.Context, t *testing.T, db *sql.DB, query string, into
 }
 
 // tail keeps the last few KiB a worker wrote on its standard error.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 4<<10 {
-		t.buf = t.buf[len(t.buf)-4<<10:]
-	}
-	return len(p), nil
-}
+type tail struct{ roles.Tail }
 
 func (t *tail) saying() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if s := strings.TrimSpace(string(t.buf)); s != "" {
+	if s := t.String(); s != "" {
 		return "; its last words: " + s
 	}
 	return ""

@@ -6,10 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"leases/internal/roles"
 	"os"
 	"os/exec"
-	"strings"
-	"sync"
 )
 
 // Worker is the controller's end of one worker: a child process of this
@@ -238,34 +237,13 @@ func (w *Worker) discardReplies() {
 
 // tailBuffer keeps the last few KiB a worker wrote to stderr, to quote its
 // last line in an error when the worker dies.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-const tailBytes = 4 << 10
-
-// Write keeps the last tailBytes of everything written.
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > tailBytes {
-		t.buf = t.buf[len(t.buf)-tailBytes:]
-	}
-	return len(p), nil
-}
+type tailBuffer struct{ roles.Tail }
 
 // saying quotes the last non-empty line the worker wrote on stderr, where
-// a worker says why it exits: the line that explains, not the whole tail
-// run together.
+// a worker says why it exits.
 func (t *tailBuffer) saying() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	tail := strings.TrimRight(string(t.buf), " \t\r\n")
-	line := strings.TrimSpace(tail[strings.LastIndexByte(tail, '\n')+1:])
-	if line == "" {
-		return ""
+	if line := t.LastLine(); line != "" {
+		return "; it said: " + line
 	}
-	return "; it said: " + line
+	return ""
 }
