@@ -148,16 +148,7 @@ func TestPausedHolderCannotCommitAfterTheNextGrant(t *testing.T) {
 			db := database(t, 0)
 			store := newStore(t, db.DB, postgres.Options{})
 			fences := fencetest.Setup(t, db, "paused_holder")
-			// The paused holder's own handle, as its own process has.
-			dsn := pgtest.Shared(t).DSN("postgres")
-			if idleTimeout > 0 {
-				dsn += " idle_in_transaction_session_timeout=" + idleTimeout.String()
-			}
-			paused, err := sql.Open("pgx", dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = paused.Close() })
+			paused := pausedHandle(t, pgtest.Shared(t), idleTimeout)
 			holderSide := sameStore(t, store, paused, postgres.Options{}).Lessor()
 			resource := t.Name()
 			// A's transaction must be admitted while its lease lives: on a
@@ -169,6 +160,7 @@ func TestPausedHolderCannotCommitAfterTheNextGrant(t *testing.T) {
 				resume  = make(chan struct{})
 				late    = make(chan error, 1)
 				started bool
+				err     error
 			)
 			for ttl := 100 * time.Millisecond; !started; ttl *= 2 {
 				if a, err = holderSide.Acquire(ctx, resource, "A", ttl); err != nil {

@@ -29,16 +29,7 @@ func TestPausedHoldersTransactionIsBoundedByTheIdleTimeout(t *testing.T) {
 			db := fencetest.DB{DB: pgtest.Open(t, server, 0), Dialect: fence.PostgreSQL}
 			table := fencetest.Setup(t, db, "fence_paused")
 			resource := t.Name()
-			// The paused holder's own handle, as its own process has.
-			dsn := server.DSN("postgres")
-			if idleTimeout > 0 {
-				dsn += " idle_in_transaction_session_timeout=" + idleTimeout.String()
-			}
-			paused, err := sql.Open("pgx", dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = paused.Close() })
+			paused := pausedHandle(t, server, idleTimeout)
 			old, err := table.Tenure(ctx, paused, resource, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -118,4 +109,21 @@ func awaitLockWait(t *testing.T, db *sql.DB) {
 			return
 		}
 	}
+}
+
+// pausedHandle is a paused holder's own handle on server's database, as
+// its own process has, with idle_in_transaction_session_timeout set when
+// idleTimeout is above 0.
+func pausedHandle(t *testing.T, server *pgtest.Server, idleTimeout time.Duration) *sql.DB {
+	t.Helper()
+	dsn := server.DSN("postgres")
+	if idleTimeout > 0 {
+		dsn += " idle_in_transaction_session_timeout=" + idleTimeout.String()
+	}
+	paused, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = paused.Close() })
+	return paused
 }
