@@ -97,7 +97,14 @@ func TestOffsetClocksOnTheServersClockNeverOverlap(t *testing.T) {
 			switch {
 			case c.serverClock && overlaps > 0:
 				t.Errorf("on the server's clock, %d tenures overlapped the next, by up to %v: %+v", overlaps, worst, tenures)
-			case !c.serverClock && 2*c.offset > margin && overlaps == 0:
+			case !c.serverClock && 2*c.offset >= ttl && overlaps == 0:
+				// The ahead holder's clock has the behind holder's lease
+				// run out already when it is granted: every turn from
+				// behind to ahead overlaps by the behind holder's whole
+				// tenure (80 ms) less the latency of one grant. Between a
+				// margin and a TTL (±25 ms) the window is twice the offset
+				// less the margin, 30 ms, which a loaded machine's grant
+				// can outlast: there the overlap is a figure, not a check.
 				t.Errorf("on the holders' clocks %v apart no tenure overlapped: the test cannot see an overlap", 2*c.offset)
 			}
 		})
