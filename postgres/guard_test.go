@@ -78,13 +78,20 @@ func TestAdmitLiveOutcomes(t *testing.T) {
 	}
 	refused(tenureA, postgres.ErrNotLive, leases.ErrNotHolder)
 
-	b, err := l.Acquire(ctx, "r", "B", 50*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tenureB, err := l.LiveTenure(ctx, db.DB, fences, b)
-	if err != nil {
-		t.Fatal(err)
+	// B's lease is short, to be waited out below; on a loaded machine it
+	// may run out before B's tenure begins, and B acquires again for twice
+	// as long.
+	var (
+		b       leases.Lease
+		tenureB *postgres.LiveTenure
+	)
+	for ttl := 50 * time.Millisecond; tenureB == nil; ttl *= 2 {
+		if b, err = l.Acquire(ctx, "r", "B", ttl); err != nil {
+			t.Fatal(err)
+		}
+		if tenureB, err = l.LiveTenure(ctx, db.DB, fences, b); err != nil && !errors.Is(err, postgres.ErrNotLive) {
+			t.Fatal(err)
+		}
 	}
 	if got := admit(a); got.Outcome != leases.NotLive || got.Record.Epoch != b.Epoch {
 		t.Fatalf("A's lease after B's grant: %+v; want not live, the fence at B's epoch", got)
@@ -140,15 +147,16 @@ func TestAdmitLiveOutcomes(t *testing.T) {
 // server ends the paused session, the grant comes after the timeout, and
 // the paused holder's row never commits.
 func TestPausedHolderCannotCommitAfterTheNextGrant(t *testing.T) {
-	// The lease expires after 100 ms, the idle timeout ends the paused
-	// session after 500: B's acquire begins to wait in between.
+	// The lease expires after 100 ms; B's acquire then waits for the
+	// paused transaction, which the idle timeout, set once B is seen
+	// waiting, ends 500 ms later.
 	for _, idleTimeout := range []time.Duration{0, 500 * time.Millisecond} {
 		t.Run("idle_in_transaction_session_timeout="+idleTimeout.String(), func(t *testing.T) {
 			ctx := fencetest.Context(t)
 			db := database(t, 0)
 			store := newStore(t, db.DB, postgres.Options{})
 			fences := fencetest.Setup(t, db, "paused_holder")
-			paused := pausedHandle(t, pgtest.Shared(t), idleTimeout)
+			paused := pausedHandle(t, pgtest.Shared(t))
 			holderSide := sameStore(t, store, paused, postgres.Options{}).Lessor()
 			resource := t.Name()
 			// A's transaction must be admitted while its lease lives: on a
@@ -157,7 +165,7 @@ func TestPausedHolderCannotCommitAfterTheNextGrant(t *testing.T) {
 			var (
 				a       leases.Lease
 				tenure  *postgres.LiveTenure
-				resume  = make(chan struct{})
+				p       *pause
 				late    = make(chan error, 1)
 				started bool
 				err     error
@@ -173,19 +181,17 @@ func TestPausedHolderCannotCommitAfterTheNextGrant(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				inside := make(chan struct{})
+				p = newPause()
 				go func() {
 					late <- tenure.Tx(ctx, nil, func(tx *sql.Tx) error {
 						if err := fencetest.InsertBusiness(ctx, db, tx, fences, resource, a.Epoch, "late", 1); err != nil {
 							return err
 						}
-						close(inside)
-						<-resume // paused, with the transaction open
-						return nil
+						return p.hold(ctx, tx) // paused, with the transaction open
 					})
 				}()
 				select {
-				case <-inside:
+				case <-p.inside:
 					started = true
 				case err := <-late:
 					if !errors.Is(err, postgres.ErrNotLive) {
@@ -194,7 +200,6 @@ func TestPausedHolderCannotCommitAfterTheNextGrant(t *testing.T) {
 				}
 			}
 			awaitServerClock(t, db.DB, a.ExpiresAt) // A's lease has expired; its transaction is open
-			began := time.Now()
 			granted := make(chan leases.Lease, 1)
 			failed := make(chan error, 1)
 			go func() {
@@ -209,7 +214,7 @@ func TestPausedHolderCannotCommitAfterTheNextGrant(t *testing.T) {
 			grantedWhileOpen := func() {
 				t.Helper()
 				b := <-granted
-				close(resume)
+				close(p.resume)
 				err := <-late
 				t.Fatalf("B was granted %+v while the paused holder's transaction was open; that transaction then ended with %v, "+
 					"and these rows are committed: %q", b, err, fencetest.BusinessRows(t, db, fences, resource))
@@ -218,7 +223,7 @@ func TestPausedHolderCannotCommitAfterTheNextGrant(t *testing.T) {
 				if !awaitLockWaitOr(t, db.DB, granted, failed) {
 					grantedWhileOpen()
 				}
-				close(resume) // the pause ends: A's transaction commits, before B's grant
+				close(p.resume) // the pause ends: A's transaction commits, before B's grant
 				if err := <-late; err != nil {
 					t.Fatalf("the paused transaction, admitted while live: %v", err)
 				}
@@ -234,13 +239,15 @@ func TestPausedHolderCannotCommitAfterTheNextGrant(t *testing.T) {
 				if !awaitLockWaitOr(t, db.DB, granted, failed) {
 					grantedWhileOpen()
 				}
+				armed := time.Now()
+				p.setIdleTimeout(t, idleTimeout)
 				select {
 				case b = <-granted: // the server ended the paused session
 				case err := <-failed:
 					t.Fatal(err)
 				}
-				t.Logf("B's acquire waited %v for the paused holder's transaction", time.Since(began).Round(time.Millisecond))
-				close(resume)
+				t.Logf("B was granted %v after the paused transaction's idle timeout was set", time.Since(armed).Round(time.Millisecond))
+				close(p.resume)
 				if err := <-late; err == nil {
 					t.Fatal("the paused holder's transaction committed after the server ended its session")
 				}

@@ -1,8 +1,10 @@
 package postgres_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -29,25 +31,22 @@ func TestPausedHoldersTransactionIsBoundedByTheIdleTimeout(t *testing.T) {
 			db := fencetest.DB{DB: pgtest.Open(t, server, 0), Dialect: fence.PostgreSQL}
 			table := fencetest.Setup(t, db, "fence_paused")
 			resource := t.Name()
-			paused := pausedHandle(t, server, idleTimeout)
+			paused := pausedHandle(t, server)
 			old, err := table.Tenure(ctx, paused, resource, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			inside, resume := make(chan struct{}), make(chan struct{})
+			p := newPause()
 			oldDone := make(chan error, 1)
 			go func() {
 				oldDone <- old.Tx(ctx, nil, func(tx *sql.Tx) error {
 					if err := fencetest.InsertBusiness(ctx, db, tx, table, resource, 1, "late", 1); err != nil {
 						return err
 					}
-					close(inside)
-					<-resume // paused, with the transaction open
-					return nil
+					return p.hold(ctx, tx) // paused, with the transaction open
 				})
 			}()
-			<-inside
-			began := time.Now()
+			<-p.inside
 			newTenure := make(chan error, 1)
 			go func() {
 				_, err := table.Tenure(ctx, db.DB, resource, 2)
@@ -55,12 +54,14 @@ func TestPausedHoldersTransactionIsBoundedByTheIdleTimeout(t *testing.T) {
 			}()
 			awaitLockWait(t, db.DB) // the new holder's observe waits for the fence row
 			if idleTimeout > 0 {
+				armed := time.Now()
+				p.setIdleTimeout(t, idleTimeout)
 				if err := <-newTenure; err != nil { // the server ended the paused session
 					t.Fatal(err)
 				}
-				t.Logf("%s: the new holder's tenure waited %v for the paused holder's transaction",
-					name, time.Since(began).Round(time.Millisecond))
-				close(resume)
+				t.Logf("%s: the new holder's tenure began %v after the timeout was set",
+					name, time.Since(armed).Round(time.Millisecond))
+				close(p.resume)
 				if err := <-oldDone; err == nil {
 					t.Fatal("the paused holder's transaction committed after its session was ended")
 				}
@@ -73,7 +74,7 @@ func TestPausedHoldersTransactionIsBoundedByTheIdleTimeout(t *testing.T) {
 					t.Fatalf("the new tenure began while the old transaction held the row: %v", err)
 				default:
 				}
-				close(resume) // the pause ends: the old transaction commits, then the new tenure begins
+				close(p.resume) // the pause ends: the old transaction commits, then the new tenure begins
 				if err := <-oldDone; err != nil {
 					t.Fatal(err)
 				}
@@ -112,18 +113,59 @@ func awaitLockWait(t *testing.T, db *sql.DB) {
 }
 
 // pausedHandle is a paused holder's own handle on server's database, as
-// its own process has, with idle_in_transaction_session_timeout set when
-// idleTimeout is above 0.
-func pausedHandle(t *testing.T, server *pgtest.Server, idleTimeout time.Duration) *sql.DB {
+// its own process has.
+func pausedHandle(t *testing.T, server *pgtest.Server) *sql.DB {
 	t.Helper()
-	dsn := server.DSN("postgres")
-	if idleTimeout > 0 {
-		dsn += " idle_in_transaction_session_timeout=" + idleTimeout.String()
-	}
-	paused, err := sql.Open("pgx", dsn)
+	paused, err := sql.Open("pgx", server.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = paused.Close() })
 	return paused
+}
+
+// pause keeps a paused holder's transaction open (a stopped process, a long
+// call) until the test resumes it, and can set the transaction's
+// idle_in_transaction_session_timeout while it is paused. The server's
+// timer starts when the transaction next goes idle, right after the
+// setting: the tests arm it only once the next holder is seen waiting.
+// Set on the connection from the start, it could run out before a loaded
+// machine's next holder had even asked, and no wait would be seen.
+type pause struct {
+	inside, resume chan struct{}
+	arm            chan time.Duration
+	armed          chan error
+}
+
+func newPause() *pause {
+	return &pause{inside: make(chan struct{}), resume: make(chan struct{}), arm: make(chan time.Duration), armed: make(chan error)}
+}
+
+// hold is the paused part of the transaction: it reports that the
+// transaction is open, then waits to be resumed, setting the idle timeout
+// if asked to first.
+func (p *pause) hold(ctx context.Context, tx *sql.Tx) error {
+	close(p.inside)
+	select {
+	case <-p.resume:
+		return nil
+	case timeout := <-p.arm:
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", timeout.Milliseconds()))
+		p.armed <- err
+		if err != nil {
+			return err
+		}
+	}
+	<-p.resume
+	return nil
+}
+
+// setIdleTimeout sets the paused transaction's idle timeout; the server
+// ends the session that long after.
+func (p *pause) setIdleTimeout(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	p.arm <- timeout
+	if err := <-p.armed; err != nil {
+		t.Fatal(err)
+	}
 }
