@@ -298,14 +298,34 @@ func (e explorable) Snapshot(ctx context.Context) ([]byte, error) {
 // Restore makes the keys under the prefix those of the snapshot, in one
 // transaction: it deletes the keys the snapshot lacks (etcd refuses a
 // transaction whose delete and put touch one key) and puts the others.
+//
+// A transaction the server timed out ("request timed out": on a loaded
+// machine the members' disks or CPUs can take longer than etcd's request
+// timeout) may or may not have been applied; restoring again from what
+// is there then is the same restore, so it is tried again. The explorer
+// restores thousands of times a run: the one call where an overloaded
+// machine is most likely to meet the timeout.
 func (e explorable) Restore(ctx context.Context, snapshot []byte) error {
 	var pairs [][2]string
 	if err := json.Unmarshal(snapshot, &pairs); err != nil {
 		return fmt.Errorf("restore: not a snapshot: %w", err)
 	}
+	for {
+		err := e.restore(ctx, pairs)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || !errors.Is(rpctypes.Error(err), rpctypes.ErrTimeout) {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
+}
+
+// restore is one try of Restore.
+func (e explorable) restore(ctx context.Context, pairs [][2]string) error {
 	now, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithSerializable())
 	if err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return err
 	}
 	keep := map[string]bool{}
 	var ops []clientv3.Op
@@ -318,8 +338,6 @@ func (e explorable) Restore(ctx context.Context, snapshot []byte) error {
 			ops = append(ops, clientv3.OpDelete(string(kv.Key)))
 		}
 	}
-	if _, err := e.client.Txn(ctx).Then(ops...).Commit(); err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	return nil
+	_, err = e.client.Txn(ctx).Then(ops...).Commit()
+	return err
 }
