@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"leases/internal/testctx"
 	"leases/tests/etcdcluster"
@@ -33,13 +36,21 @@ func TestOnEtcd(t *testing.T) {
 	t.Run("explicit operations", func(t *testing.T) {
 		store := store(t)
 		var a leaseJSON
+		granting := time.Now()
 		r := invoke(t, nil, commandLine(store, "acquire", "jobs/a", "--holder", "alice", "--ttl", "30s", "--json")...)
 		if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &a) != nil || a.Epoch != 1 || *a.ExpiresInMs != 30_000 {
 			t.Fatalf("acquire: %v; want epoch 1 for 30s", r)
 		}
-		if r := invoke(t, nil, commandLine(store, "acquire", "jobs/a", "--holder", "bob", "--ttl", "30s")...); r.code != exitRefused ||
-			!strings.Contains(r.stderr, `"jobs/a" is held by "alice" at epoch 1 for at most 3`) {
+		// The time left is a bound, whole seconds, never below what the
+		// lease can have left however long the two calls took.
+		r = invoke(t, nil, commandLine(store, "acquire", "jobs/a", "--holder", "bob", "--ttl", "30s")...)
+		elapsed := time.Since(granting)
+		m := regexp.MustCompile(`"jobs/a" is held by "alice" at epoch 1 for at most (\d+)s more`).FindStringSubmatch(r.stderr)
+		if r.code != exitRefused || m == nil {
 			t.Fatalf("acquire of a held lease: %v", r)
+		}
+		if bound, _ := strconv.Atoi(m[1]); float64(bound) < (30*time.Second-elapsed).Seconds() || bound > 31 {
+			t.Fatalf("acquire of a held lease %v after the grant: %v; want a bound of at least what is left of 30s, and at most 31s", elapsed, r)
 		}
 		var listed holdersJSON
 		if r := invoke(t, nil, commandLine(store, "holders", "--json")...); json.Unmarshal([]byte(r.stdout), &listed) != nil ||

@@ -98,6 +98,14 @@ func fatal(err error) int {
 // refused). The expiry is the lease's on the store's clock (the machine's)
 // as the store last recorded it; the group is gone when the FIFO that
 // both processes hold reaches its end.
+//
+// The margin is most of the TTL so that load cannot fail a correct run:
+// with renewals failing, the session ends the TTL less the margin (about
+// a second) after its last renewal, and SIGKILL comes 300ms later, about
+// 2.7s before the lease can expire (the deleted file and the release end
+// the session sooner). That slack covers the kill taking effect, the FIFO
+// closing and this test waking. Without the kill, or with the signals
+// sent to CMD alone, the group holds the FIFO until the test's deadline.
 func TestRunStopsCMDBeforeTheLeaseCanExpire(t *testing.T) {
 	cases := []struct {
 		name string
@@ -119,7 +127,7 @@ func TestRunStopsCMDBeforeTheLeaseCanExpire(t *testing.T) {
 			var p *process
 			group := cmdGroup(t, ctx, fifo, func() {
 				p = start(t, append([]string{"run", "r", "--sqlite", db, "--holder", "h",
-					"--ttl", "2s", "--margin", "1s", "--grace", "300ms", "--"}, cmd(t, "stubborn", fifo)...)...)
+					"--ttl", "4s", "--margin", "3s", "--grace", "300ms", "--"}, cmd(t, "stubborn", fifo)...)...)
 			})
 
 			expiry, giveBack := tc.takeAway(t, ctx, db)
