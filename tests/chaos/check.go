@@ -276,14 +276,18 @@ func (h *History) stoppedBetween(worker string, from, to int64) bool {
 
 // starvedBetween is how long, from from to to (nanoseconds), worker's
 // reference timer could not fire: the process had no CPU. A recorded
-// span that the window covers in part counts in proportion.
+// span that the window covers in part counts in proportion (a stall's
+// span is exactly as long as it is late).
 func (h *History) starvedBetween(worker string, from, to int64) time.Duration {
+	spans := h.Starved[worker]
+	// The spans are in time order, and apart (one goroutine makes them).
+	first := sort.Search(len(spans), func(i int) bool { return spans[i].To > from })
 	var total float64
-	for _, s := range h.Starved[worker] {
-		overlap := min(s.To, to) - max(s.From, from)
-		if overlap <= 0 {
-			continue
+	for _, s := range spans[first:] {
+		if s.From >= to {
+			break
 		}
+		overlap := min(s.To, to) - max(s.From, from)
 		total += float64(s.Late) * min(1, float64(overlap)/float64(max(1, s.To-s.From)))
 	}
 	return time.Duration(total)

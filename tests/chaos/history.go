@@ -132,7 +132,7 @@ func (h *History) add(worker string, rec Record, open map[int64]*Op) error {
 		if h.Starved == nil {
 			h.Starved = map[string][]Starvation{}
 		}
-		h.Starved[worker] = append(h.Starved[worker], Starvation{Interval: Interval{From: rec.At, To: rec.T}, Late: rec.Late})
+		h.Starved[worker] = append(h.Starved[worker], Starvation{Interval: Interval{From: rec.At, To: rec.Until}, Late: rec.Late})
 	}
 	return nil
 }

@@ -28,10 +28,11 @@ type Record struct {
 	//   - "lessor-commit": a transaction on the lessor's file began to
 	//     commit (SQLite's commit hook), or a transaction that writes was
 	//     sent to an etcd member (a gRPC interceptor of the client);
-	//   - "starved": from At to T the worker's own reference timer fired
-	//     Late nanoseconds late in all: the process had no CPU for that
-	//     long (the machine was busy, or the process stopped), and no
-	//     timer of its could fire.
+	//   - "starved": from At to Until the worker's own reference timer
+	//     fired Late nanoseconds late in all: the process had no CPU for
+	//     that long (the machine was busy, or the process stopped), and no
+	//     timer of its could fire. A stall is a span of its own, Late
+	//     long; smaller lateness is spread over its span.
 	Kind  string `json:"k"`
 	ID    int64  `json:"id,omitempty"`
 	Op    string `json:"op,omitempty"`
@@ -71,11 +72,12 @@ type Record struct {
 	// For "done": the session's deadline (a tick) when Done closed; for
 	// a Wait's "ret", the deadline of the session it returned.
 	Deadline int64 `json:"deadline,omitempty"`
-	// For "starved": how late the reference timer fired in all since At,
-	// in nanoseconds. For "done", At is when Done was seen closed (and Now
-	// the tick then), taken before the line waits for the output.
-	Late int64 `json:"late,omitempty"`
-	At   int64 `json:"at,omitempty"`
+	// For "starved": how late the reference timer fired in all from At to
+	// Until, in nanoseconds. For "done", At is when Done was seen closed
+	// (and Now the tick then), taken before the line waits for the output.
+	Late  int64 `json:"late,omitempty"`
+	At    int64 `json:"at,omitempty"`
+	Until int64 `json:"until,omitempty"`
 	// For "at" "committing" on PostgreSQL: the pid of the server's
 	// backend that runs the COMMIT.
 	Pid int `json:"pid,omitempty"`

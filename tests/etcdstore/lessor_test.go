@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"leases"
-	"leases/etcd"
 	"leases/session"
 )
 
@@ -17,7 +16,7 @@ import (
 func TestLessorGrantsRenewsAndReleases(t *testing.T) {
 	ctx := testContext(t)
 	store := newStore(t)
-	l, other := store.Lessor(), etcd.New(client(t), etcd.Options{Prefix: prefix(t)}).Lessor()
+	l, other := store.Lessor(), newStore(t).Lessor()
 	a, err := l.Acquire(ctx, "r", "A", time.Second)
 	if err != nil || a.Epoch != 1 || a.Holder != "A" {
 		t.Fatalf("first acquire: %+v, %v", a, err)
@@ -71,7 +70,7 @@ func TestLessorGrantsOneAmongConcurrentAcquirers(t *testing.T) {
 	var mu sync.Mutex
 	granted, refused := 0, 0
 	for range 8 {
-		l := etcd.New(client(t), etcd.Options{Prefix: prefix(t)}).Lessor()
+		l := newStore(t).Lessor()
 		wg.Go(func() {
 			_, err := l.Acquire(ctx, "r", "X", 5*time.Second)
 			mu.Lock()
@@ -103,7 +102,7 @@ func TestLessorLeaseRunsOutOnEtcdsClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	s, err := session.Wait(ctx, etcd.New(client(t), etcd.Options{Prefix: prefix(t)}).Lessor(), "r", "B",
+	s, err := session.Wait(ctx, newStore(t).Lessor(), "r", "B",
 		session.Options{TTL: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -128,9 +127,10 @@ func TestSessionOnTheLessorLearnsOfARelease(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	var b *session.Session
+	other := newStore(t).Lessor()
 	go func() {
 		var err error
-		b, err = session.Wait(ctx, etcd.New(client(t), etcd.Options{Prefix: prefix(t)}).Lessor(), "r", "B", opts)
+		b, err = session.Wait(ctx, other, "r", "B", opts)
 		got <- err
 	}()
 	select {

@@ -17,7 +17,7 @@ import (
 func TestLessorListsTheLiveLeases(t *testing.T) {
 	ctx := testContext(t)
 	lessor := newStore(t).Lessor()
-	other := etcd.New(client(t), etcd.Options{Prefix: prefix(t) + "other/"}).Lessor()
+	other := etcd.New(client(t), etcd.Options{Prefix: prefix(t) + "other/", CallTimeout: callBound(t)}).Lessor()
 	if _, err := other.Acquire(ctx, "e", "E", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
