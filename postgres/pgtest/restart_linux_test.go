@@ -1,9 +1,11 @@
 package pgtest_test
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"leases/internal/testctx"
@@ -78,4 +80,34 @@ func processState(pid int) string {
 	}
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	return fields[0]
+}
+
+// A crash while clients keep connecting leaves no backend behind: the
+// postmaster may be forking one when it is told to stop, and Crash lists
+// its children only once it has stopped. A backend that escaped would
+// keep the shared memory attached, and Restart would find it in use.
+func TestCrashWhileClientsConnectLeavesNoBackend(t *testing.T) {
+	ctx := testctx.Context(t)
+	s := pgtest.New(t)
+	db := pgtest.Open(t, s, 0)
+	db.SetMaxIdleConns(-1) // every query a new connection: the postmaster forks all the time
+	load, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for load.Err() == nil {
+				_, _ = db.ExecContext(load, `SELECT 1`) // fails while the server is down
+			}
+		})
+	}
+	defer wg.Wait()
+	defer stop()
+	for round := range 20 {
+		if err := s.Crash(ctx); err != nil {
+			t.Fatalf("crash %d: %v", round, err)
+		}
+		if err := s.Restart(ctx); err != nil {
+			t.Fatalf("restart %d: %v", round, err)
+		}
+	}
 }
