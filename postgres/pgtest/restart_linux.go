@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"leases/internal/stopwait"
 )
 
 // Crash kills the server as a machine's power cut or an out-of-memory
@@ -40,7 +42,7 @@ func (s *Server) Crash(ctx context.Context) error {
 	if err := syscall.Kill(postmaster, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("pgtest: crash: stop the postmaster: %w", err)
 	}
-	if err := awaitStopped(postmaster); err != nil {
+	if err := stopwait.Stopped(postmaster); err != nil {
 		return fmt.Errorf("pgtest: crash: stop the postmaster: %w", err)
 	}
 	backends, err := childrenOf(postmaster)
@@ -161,28 +163,6 @@ func childrenOf(pid int) ([]int, error) {
 		}
 	}
 	return children, nil
-}
-
-// awaitStopped blocks until the child pid has stopped (every thread of
-// it) or exited. WNOWAIT collects nothing: an exit stays for the reaper
-// (exec.Cmd.Wait), and the kernel reports a stop only while the child is
-// stopped.
-func awaitStopped(pid int) error {
-	const pPID, cldStopped = 1, 5 // waitid's P_PID and si_code CLD_STOPPED
-	var info [128]byte            // siginfo_t; si_code is its third int
-	for {
-		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info[0])),
-			syscall.WSTOPPED|syscall.WEXITED|syscall.WNOWAIT, 0, 0)
-		switch {
-		case errno == syscall.EINTR:
-			continue // the Go runtime's signals interrupt the wait
-		case errno != 0:
-			return fmt.Errorf("waitid: %w", errno)
-		case *(*int32)(unsafe.Pointer(&info[8])) != cldStopped:
-			return errors.New("the postmaster exited instead of stopping")
-		}
-		return nil
-	}
 }
 
 // Linux's pidfd system calls, which package syscall does not name; the
