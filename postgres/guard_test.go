@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -273,5 +274,80 @@ func awaitLockWaitOr[T any](t *testing.T, db *sql.DB, done <-chan T, failed <-ch
 		if waiting {
 			return true
 		}
+	}
+}
+
+// How long the next holder waits for a paused holder's open transaction,
+// against the paused session's idle_in_transaction_session_timeout. The
+// paused transaction's last statement runs at the session's deadline, a
+// margin before the lease's expiry (the latest a holder's statement
+// runs under the session's context); the server then ends the session
+// the timeout later, and the next grant comes then, or at the expiry if
+// that is later. With the timeout at the margin, the next holder waits
+// no longer than the expiry; each millisecond above it is a millisecond
+// more. The figures are logged (docs/postgres.md quotes them); the test
+// asserts only that nothing of the paused holder commits and that the
+// next grant is not before the expiry.
+func TestIdleTimeoutAgainstTheMargin(t *testing.T) {
+	const ttl, margin = time.Second, 200 * time.Millisecond
+	for _, idleTimeout := range []time.Duration{margin, 3 * margin, 5 * margin} {
+		t.Run("idle_in_transaction_session_timeout="+idleTimeout.String(), func(t *testing.T) {
+			ctx := fencetest.Context(t)
+			db := database(t, 0)
+			store := newStore(t, db.DB, postgres.Options{})
+			fences := storeFence(t, db, store)
+			holderSide := sameStore(t, store, pausedHandle(t, pgtest.Shared(t)), postgres.Options{})
+			resource := t.Name()
+			a, err := holderSide.Lessor().Acquire(ctx, resource, "A", ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tenure, err := holderSide.Tenure(ctx, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			idle := make(chan struct{})
+			resume := make(chan struct{})
+			late := make(chan error, 1)
+			go func() {
+				late <- tenure.Tx(ctx, nil, func(tx *sql.Tx) error {
+					if err := fencetest.InsertBusiness(ctx, db, tx, fences, resource, a.Epoch, "late", 1); err != nil {
+						return err
+					}
+					awaitServerClock(t, db.DB, a.ExpiresAt-margin.Milliseconds()) // the session's deadline
+					if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", idleTimeout.Milliseconds())); err != nil {
+						return err
+					}
+					close(idle) // the transaction idles from here, paused
+					<-resume
+					return nil
+				})
+			}()
+			select {
+			case <-idle:
+			case err := <-late:
+				t.Fatalf("A's transaction ended before its pause: %v", err)
+			}
+			b, err := store.Lessor().Acquire(ctx, resource, "B", ttl) // waits for the paused transaction, or for the expiry
+			for errors.Is(err, leases.ErrLeaseHeld) {
+				awaitServerClock(t, db.DB, a.ExpiresAt)
+				b, err = store.Lessor().Acquire(ctx, resource, "B", ttl)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			close(resume)
+			lateErr := <-late
+			if lateErr == nil {
+				t.Fatal("the paused holder's transaction committed")
+			}
+			if b.GrantedAt < a.ExpiresAt {
+				t.Fatalf("B granted at tick %d, before A's expiry at %d", b.GrantedAt, a.ExpiresAt)
+			}
+			if rows := fencetest.BusinessRows(t, db, fences, resource); len(rows) != 0 {
+				t.Fatalf("the paused holder's rows committed: %q", rows)
+			}
+			t.Logf("margin %v, idle timeout %v: B granted %d ms after A's expiry", margin, idleTimeout, b.GrantedAt-a.ExpiresAt)
+		})
 	}
 }
