@@ -64,6 +64,16 @@ var (
 	// the resource's current lease (another holder, or an older epoch).
 	ErrNotHolder = errors.New("not the lease holder")
 
+	// ErrNotLive reports that a tenure's transaction was refused because
+	// the lease was not the live one on the store's clock when the
+	// transaction was admitted or when it committed: it expired, was
+	// released, or a newer epoch was granted. Only stores that keep the
+	// leases in the same database as the transaction can tell
+	// (sqlite.Store.Tenure, postgres.Store.Tenure). It is a refusal: the
+	// error also matches ErrLeaseExpired (it expired) or ErrNotHolder
+	// (released or superseded). Nothing of the transaction committed.
+	ErrNotLive = errors.New("lease not live")
+
 	// ErrOutcomeUnknown reports an operation whose commit was sent and
 	// failed, or whose context ended while the commit was under way: the
 	// change may have taken effect, or not, and nothing the caller can do
@@ -101,7 +111,7 @@ var (
 // the store changes. Any other error is a failure (before commit, or with
 // an unknown outcome: ErrOutcomeUnknown).
 func IsRefusal(err error) bool {
-	for _, refusal := range []error{ErrInvalidInput, ErrLeaseHeld, ErrNotHolder, ErrLeaseExpired, ErrTickBackwards} {
+	for _, refusal := range []error{ErrInvalidInput, ErrLeaseHeld, ErrNotHolder, ErrLeaseExpired, ErrTickBackwards, ErrNotLive} {
 		if errors.Is(err, refusal) {
 			return true
 		}

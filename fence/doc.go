@@ -84,11 +84,13 @@
 // fence was doing, so errors.Is and errors.As still see the driver's
 // error and the context's): the transaction is then unusable (PostgreSQL
 // aborts it) and must be rolled back. The commit is yours, and so is its
-// outcome: when Commit fails, you do not know whether it took effect. The
-// fence row tells you once you can read again: if it holds your epoch and
-// value, your transaction committed, business rows and all; if it holds a
-// lower epoch, or your epoch with another value, it did not. (A higher
-// epoch means that you have been superseded either way.)
+// outcome: when Commit fails, you do not know whether it took effect. For
+// a Write, the fence row tells you once the transaction can no longer
+// commit: if it holds your epoch and value, your transaction committed,
+// business rows and all; if it holds a lower epoch, or your epoch with
+// another value, it did not. A [Tenure] does this for you: its Tx says
+// which kind of outcome it had, and [Tenure.Resolve] resolves an unknown
+// one, waiting while the database may still commit it.
 //
 // # What it does not protect
 //

@@ -51,7 +51,8 @@ func (p *Prepared) Observe(ctx context.Context, tx *sql.Tx, resource string, epo
 
 // Admit is [Table.Admit] with the prepared statements.
 func (p *Prepared) Admit(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
-	return p.table.admit(ctx, p, tx, resource, epoch)
+	result, _, err := p.table.admit(ctx, p, tx, resource, epoch)
+	return result, err
 }
 
 // Read is [Table.Read] with the prepared statements.

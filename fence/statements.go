@@ -28,7 +28,7 @@ const (
 	resource    {text} NOT NULL PRIMARY KEY,
 	epoch       {integer} NOT NULL CHECK (epoch >= 1),
 	value_epoch {integer} CHECK (value_epoch >= 1),
-	value       {text},
+	value       {text},{marker_columns}
 	CHECK ((value IS NULL) = (value_epoch IS NULL) AND value_epoch <= epoch)
 ){strict}`
 
@@ -62,13 +62,15 @@ const (
 	// Admits a transaction for the holder of an epoch: raises the fence
 	// to it, or sets it to what it is (so that the row is written, and
 	// locked until the transaction ends, also when the fence was at the
-	// epoch already), and returns the row when it did.
-	admitTemplate = `INSERT INTO "{table}" AS stored (resource, epoch)
-	VALUES ($1, $2)
+	// epoch already), and returns the row when it did, with the marker
+	// that tells later whether this transaction committed (see
+	// markers).
+	admitTemplate = `INSERT INTO "{table}" AS stored (resource, epoch{marker_insert})
+	VALUES ($1, $2{marker_values})
 	ON CONFLICT (resource) DO UPDATE
-		SET epoch = excluded.epoch
+		SET epoch = excluded.epoch{marker_set}
 		WHERE ` + acceptAdmit + `
-	RETURNING epoch, value_epoch, value`
+	RETURNING epoch, value_epoch, value, {marker_returning}`
 
 	readTemplate = `SELECT epoch, value_epoch, value FROM "{table}" WHERE resource = $1`
 
@@ -78,14 +80,55 @@ const (
 	// that the classification never rests on a row another transaction
 	// may still change, whatever a later version of the upsert does.
 	lockClause = ` FOR UPDATE`
+
+	// waitTemplate (PostgreSQL only) waits until no transaction holds the
+	// resource's row: the lock of a transaction whose outcome is being
+	// resolved.
+	waitTemplate = `SELECT 1 FROM "{table}" WHERE resource = $1 FOR SHARE`
+	// statusTemplate (PostgreSQL only) is the server's own record of a
+	// transaction: committed, aborted, in progress, or NULL when it is
+	// too old to be known.
+	statusTemplate = `SELECT pg_catalog.pg_xact_status($1::pg_catalog.xid8)`
+	// markTemplate (SQLite only) reads an admitted transaction's marker,
+	// and finalTemplate rewrites the row so that a commit frame that
+	// failed to be indexed (an fsync that failed) can never be recovered
+	// into the file by a later open: see resolveSQLite.
+	markTemplate  = `SELECT tx_seq, tx_tag FROM "{table}" WHERE resource = $1`
+	finalTemplate = `UPDATE "{table}" SET tx_tag = tx_tag WHERE resource = $1`
 )
+
+// The marker of an admitted transaction, by dialect. PostgreSQL keeps its
+// own record of every transaction: the admit returns the transaction's
+// id, and pg_xact_status says later what became of it. SQLite keeps none,
+// so the row keeps one: each admit counts the row's admitted
+// transactions (tx_seq) and tags the row with a random number of its own
+// (tx_tag); a transaction committed when the row holds its count and its
+// tag.
+var markers = map[Dialect]struct{ columns, insert, values, set, returning string }{
+	PostgreSQL: {returning: "pg_catalog.pg_current_xact_id()::text"},
+	SQLite: {
+		columns: `
+	tx_seq      INTEGER NOT NULL DEFAULT 0, -- admitted transactions, counted
+	tx_tag      INTEGER,                    -- the last admitted transaction's tag`,
+		insert:    ", tx_seq, tx_tag",
+		values:    ", 1, $3",
+		set:       ", tx_seq = stored.tx_seq + 1, tx_tag = excluded.tx_tag",
+		returning: "tx_seq",
+	},
+}
 
 // statements are one table's SQL, in one dialect.
 type statements struct {
 	create, write, observe, admit, read, readRejecting string
+	// resolve's statements: wait and status on PostgreSQL, mark and
+	// final on SQLite.
+	wait, status, mark, final string
 }
 
 func newStatements(dialect Dialect, table string) statements {
+	m := markers[dialect]
+	marker := strings.NewReplacer("{marker_columns}", m.columns, "{marker_insert}", m.insert,
+		"{marker_values}", m.values, "{marker_set}", m.set, "{marker_returning}", m.returning)
 	schema := strings.NewReplacer("{table}", table, "{integer}", "bigint", "{text}", "text", "{strict}", "")
 	dml := strings.NewReplacer("{table}", table)
 	lock := lockClause
@@ -97,11 +140,15 @@ func newStatements(dialect Dialect, table string) statements {
 		lock = ""
 	}
 	return statements{
-		create:        schema.Replace(createTemplate),
+		create:        schema.Replace(marker.Replace(createTemplate)),
 		write:         dml.Replace(writeTemplate),
 		observe:       dml.Replace(observeTemplate),
-		admit:         dml.Replace(admitTemplate),
+		admit:         dml.Replace(marker.Replace(admitTemplate)),
 		read:          dml.Replace(readTemplate),
 		readRejecting: dml.Replace(readTemplate + lock),
+		wait:          dml.Replace(waitTemplate),
+		status:        statusTemplate,
+		mark:          dml.Replace(markTemplate),
+		final:         dml.Replace(finalTemplate),
 	}
 }

@@ -7,7 +7,8 @@ import (
 	"fmt"
 
 	"leases"
-	"leases/internal/outcome"
+	"leases/internal/guard"
+	"leases/internal/rules"
 )
 
 // ErrSuperseded reports that a newer epoch has reached the fence table: a
@@ -16,77 +17,88 @@ import (
 // nothing was committed.
 var ErrSuperseded = fmt.Errorf("superseded, a newer epoch has reached the fence (%w)", leases.ErrNotHolder)
 
-// Tenure is a lease holder's use of the fence for one tenure (one epoch):
-// its epoch observed in the table once, when the tenure begins, and then
-// each of its transactions admitted by the table. It is the safe way to
-// use the fence under a session: any number of transactions per tenure,
-// and no transaction of an older tenure commits after the newer tenure
-// has begun. Safe for concurrent use.
+// Tenure is a lease holder's use of the fence for one tenure (one lease,
+// one epoch): its epoch observed in the table once, when the tenure
+// begins, and then each of its transactions admitted by the table. It is
+// the safe way to use the fence under a session: any number of
+// transactions per tenure, and no transaction of an older tenure commits
+// after the newer tenure has begun. Safe for concurrent use.
+//
+// A tenure begun by a store that keeps the leases in the same database
+// (sqlite.Store.Tenure, postgres.Store.Tenure) admits a transaction only
+// while the lease is also live on the store's clock, and checks it again
+// when the transaction commits.
 type Tenure struct {
-	guard    guard
-	db       *sql.DB
-	resource string
-	epoch    int64
+	lease leases.Lease
+	guard guard.Guard
 }
 
-// guard is what a Table and a Prepared both do for a tenure.
-type guard interface {
-	Observe(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error)
-	Admit(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error)
+func init() {
+	guard.Tenure = func(ctx context.Context, lease leases.Lease, g guard.Guard) (any, error) {
+		return begin(ctx, lease, g)
+	}
+	guard.Table = func(table any, db *sql.DB, o guard.TableOptions) guard.Guard {
+		return &epochGuard{table: table.(*Table), run: unprepared{}, db: db, opts: o}
+	}
 }
 
-// Tenure begins the tenure of the holder of epoch on resource, in db: it
-// observes epoch in a transaction of its own and commits it, so that from
-// then on every transaction of an older tenure is refused, before the new
-// holder has written anything (this closes the gap for all that follows).
-// It returns an error matching ErrSuperseded when a newer epoch reached
-// the table first. Call it right after the lease was granted, with the
-// session's context, before reading or acting.
-func (t *Table) Tenure(ctx context.Context, db *sql.DB, resource string, epoch int64) (*Tenure, error) {
-	return begin(ctx, t, db, resource, epoch)
+// Tenure begins the tenure of lease on its resource, in db: it observes
+// the lease's epoch in a transaction of its own and commits it, so that
+// from then on every transaction of an older tenure is refused, before
+// the new holder has written anything (this closes the gap for all that
+// follows). It returns an error matching ErrSuperseded when a newer epoch
+// reached the table first. Call it right after the lease was granted,
+// with the session's context, before reading or acting.
+func (t *Table) Tenure(ctx context.Context, db *sql.DB, lease leases.Lease) (*Tenure, error) {
+	return begin(ctx, lease, &epochGuard{table: t, run: unprepared{}, db: db})
 }
 
 // Tenure is [Table.Tenure] with the prepared statements; db must be the
 // handle they were prepared on.
-func (p *Prepared) Tenure(ctx context.Context, db *sql.DB, resource string, epoch int64) (*Tenure, error) {
-	return begin(ctx, p, db, resource, epoch)
+func (p *Prepared) Tenure(ctx context.Context, db *sql.DB, lease leases.Lease) (*Tenure, error) {
+	return begin(ctx, lease, &epochGuard{table: p.table, run: p, db: db})
 }
 
-func begin(ctx context.Context, g guard, db *sql.DB, resource string, epoch int64) (*Tenure, error) {
-	tn := &Tenure{guard: g, db: db, resource: resource, epoch: epoch}
-	err := tn.inTx(ctx, nil, func(tx *sql.Tx) error {
-		result, err := g.Observe(ctx, tx, resource, epoch)
-		if err != nil {
-			return err
-		}
-		return tn.refuseStale(result)
+func begin(ctx context.Context, lease leases.Lease, g guard.Guard) (*Tenure, error) {
+	if err := rules.CheckHeld(lease, 0); err != nil {
+		return nil, fmt.Errorf("fence: begin a tenure: %w", err)
+	}
+	err := g.Run(ctx, nil, func(tx *sql.Tx) (bool, error) {
+		return true, g.Begin(ctx, tx, lease)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fence: begin the tenure of epoch %d on %q: %w", epoch, resource, err)
+		return nil, fmt.Errorf("fence: begin the tenure of epoch %d on %q: %w", lease.Epoch, lease.Resource, err)
 	}
-	return tn, nil
+	return &Tenure{lease: lease, guard: g}, nil
 }
 
+// Lease is the lease the tenure was begun with.
+func (tn *Tenure) Lease() leases.Lease { return tn.lease }
+
 // Epoch is the tenure's epoch.
-func (tn *Tenure) Epoch() int64 { return tn.epoch }
+func (tn *Tenure) Epoch() int64 { return tn.lease.Epoch }
 
 // Tx runs fn in a transaction of the tenure and commits it: it begins a
-// transaction on the tenure's database with ctx and opts, admits it
-// ([Table.Admit]: the fence row is then locked until the transaction
-// ends), runs fn, and commits. Pass the session's context: a transaction
-// whose session has ended before the commit is rolled back, not
-// committed; one whose session ends while its COMMIT is on its way has an
-// unknown outcome.
+// transaction on the tenure's database with ctx and opts, admits it (the
+// fence row is then locked until the transaction ends), runs fn, and
+// commits. Pass the session's context: a transaction whose context has
+// ended before the COMMIT is sent is rolled back, not committed; one
+// whose context ends while its COMMIT is on its way has an unknown
+// outcome, which [Tenure.Resolve] resolves.
 //
 // The error says which of these happened:
-//   - ErrSuperseded: a newer epoch reached the table; nothing committed,
-//     and this holder must stop.
+//   - ErrSuperseded (a refusal): a newer epoch reached the table; nothing
+//     committed, and this holder must stop. A store's tenure also
+//     refuses with leases.ErrNotLive, at the admission or at the commit,
+//     once the lease is no longer live on the store's clock.
 //   - fn's error: rolled back, fn's error returned (wrapped).
-//   - leases.ErrOutcomeUnknown: the commit was sent and failed, also
-//     when ctx ended while it was on its way; it may have committed.
-//     Read your rows (or the fence row) before retrying.
-//   - anything else (also ctx's end): a failure before commit, nothing
-//     committed; the transaction may be retried while the lease lasts.
+//   - leases.ErrOutcomeUnknown: the COMMIT was sent and no answer tells
+//     what became of it; it may have committed. Call Resolve with the
+//     error before acting on it.
+//   - anything else: a failure before commit, nothing committed; the
+//     transaction may be retried while the lease lasts. When ctx has
+//     ended, the error matches ctx's error and its cause (a session's
+//     end: session.ErrEnded), whatever the driver said.
 //
 // While fn runs, the transaction holds the fence row: a holder that
 // pauses there (a stopped process, a long call) holds back the next
@@ -94,64 +106,76 @@ func (tn *Tenure) Epoch() int64 { return tn.epoch }
 // PostgreSQL with idle_in_transaction_session_timeout (or a statement
 // timeout), in SQLite with the other side's busy timeout.
 func (tn *Tenure) Tx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
-	err := tn.inTx(ctx, opts, func(tx *sql.Tx) error {
-		result, err := tn.guard.Admit(ctx, tx, tn.resource, tn.epoch)
-		if err != nil {
-			return err
+	var m guard.Marker
+	err := tn.guard.Run(ctx, opts, func(tx *sql.Tx) (bool, error) {
+		var err error
+		if m, err = tn.guard.Admit(ctx, tx, tn.lease); err != nil {
+			return false, err
 		}
-		if err := tn.refuseStale(result); err != nil {
-			return err
+		if err := fn(tx); err != nil {
+			return false, err
 		}
-		return fn(tx)
+		return true, nil
 	})
-	if err != nil {
-		return fmt.Errorf("fence: transaction of epoch %d on %q: %w", tn.epoch, tn.resource, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if errors.Is(err, leases.ErrOutcomeUnknown) {
+		err = &unknownCommit{tenure: tn, marker: m, err: err}
+	}
+	return fmt.Errorf("fence: transaction of epoch %d on %q: %w", tn.lease.Epoch, tn.lease.Resource, err)
 }
 
-func (tn *Tenure) refuseStale(result leases.WriteResult) error {
+// Resolve says what became of the transaction whose Tx returned txErr, an
+// unknown outcome (leases.ErrOutcomeUnknown): committed, or not. It never
+// answers "not committed" while that transaction can still commit: on
+// PostgreSQL it asks the server's own record of the transaction, and
+// while the server says it is in progress (its connection died during
+// the COMMIT, and the backend is still at it) it waits for the row lock
+// that transaction holds; on SQLite it reads the fence row's marker on a
+// connection of its own, after taking the write lock, and makes a "not
+// committed" final by writing the row, so that a commit that was never
+// indexed cannot be recovered into the file later.
+//
+// Pass a context with a bound: Resolve waits until ctx ends at most. The
+// error matches leases.ErrOutcomeUnknown when the outcome still cannot be
+// told: ctx ended first, the database could not be read, PostgreSQL no
+// longer knows the transaction, or (SQLite) a later transaction of the
+// resource has committed since, so that the row no longer tells. Resolve
+// before the next transaction of the tenure. A txErr that is not an
+// unknown outcome of this tenure's Tx is invalid input.
+func (tn *Tenure) Resolve(ctx context.Context, txErr error) (committed bool, err error) {
+	var u *unknownCommit
+	if !errors.As(txErr, &u) || u.tenure != tn {
+		return false, fmt.Errorf("%w: fence: resolve: %v is not an unknown outcome of this tenure's Tx", leases.ErrInvalidInput, txErr)
+	}
+	committed, err = tn.guard.Resolve(ctx, tn.lease, u.marker)
+	if err != nil {
+		if !errors.Is(err, leases.ErrOutcomeUnknown) {
+			err = fmt.Errorf("%w: %w", leases.ErrOutcomeUnknown, err)
+		}
+		return false, fmt.Errorf("fence: resolve the transaction of epoch %d on %q: still unknown: %w",
+			tn.lease.Epoch, tn.lease.Resource, err)
+	}
+	return committed, nil
+}
+
+// unknownCommit is an unknown outcome of a tenure's Tx, with what Resolve
+// needs to find out what became of it.
+type unknownCommit struct {
+	tenure *Tenure
+	marker guard.Marker
+	err    error
+}
+
+func (u *unknownCommit) Error() string { return u.err.Error() }
+func (u *unknownCommit) Unwrap() error { return u.err }
+
+// superseded is the refusal of a tenure's call by a table at a newer
+// epoch.
+func superseded(result leases.WriteResult) error {
 	if result.Outcome == leases.Stale {
 		return fmt.Errorf("%w: the table is at epoch %d", ErrSuperseded, result.Record.Epoch)
 	}
 	return nil
-}
-
-// inTx runs fn in a transaction and commits it, telling a failure before
-// the commit from a commit whose outcome is unknown.
-func (tn *Tenure) inTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
-	tx, err := tn.db.BeginTx(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, ignoreDone(tx.Rollback()))
-	}
-	if ctx.Err() != nil {
-		// Ended before the commit was sent: nothing committed.
-		return errors.Join(notCommitted(ctx), ignoreDone(tx.Rollback()))
-	}
-	if err := tx.Commit(); err != nil {
-		if outcome.CommitNotSent(ctx, tx, err) {
-			return notCommitted(ctx)
-		}
-		return outcome.Unknown(ctx, fmt.Errorf("commit failed: %w", err))
-	}
-	return nil
-}
-
-// notCommitted is the error of a transaction that ctx's end stopped
-// before its commit: it matches ctx's error and its cause.
-func notCommitted(ctx context.Context) error {
-	if cause := context.Cause(ctx); !errors.Is(cause, ctx.Err()) {
-		return fmt.Errorf("not committed: %w: %w", ctx.Err(), cause)
-	}
-	return fmt.Errorf("not committed: %w", ctx.Err())
-}
-
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"leases"
+	"leases/internal/guard"
 	"leases/internal/rules"
 )
 
@@ -69,21 +70,26 @@ func (t *Table) Observe(ctx context.Context, tx *sql.Tx, resource string, epoch 
 }
 
 func (t *Table) observe(ctx context.Context, run runner, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
-	return t.raise(ctx, run, tx, "observe", t.sql.observe, rules.Observe, resource, epoch)
+	return t.raise(ctx, run, tx, "observe", t.sql.observe, rules.Observe, resource, epoch, nil)
 }
 
 // raise runs one of the statements that raise the fence to epoch and keep
 // the value (an observe's, an admit's), deciding with rule; verb names the
-// call in errors.
+// call in errors. The admit's statement takes a marker too (m, nil for
+// an observe): see markers.
 func (t *Table) raise(ctx context.Context, run runner, tx *sql.Tx, verb, statement string,
 	rule func(stored leases.Record, found bool, epoch int64) leases.WriteResult,
-	resource string, epoch int64) (leases.WriteResult, error) {
+	resource string, epoch int64, m *guard.Marker) (leases.WriteResult, error) {
 	if err := rules.CheckObserve(leases.Fenced, resource, epoch); err != nil {
 		return leases.WriteResult{}, err
 	}
+	args, scans := []any{resource, epoch}, []any(nil)
+	if m != nil {
+		args, scans = markerArgs(t.dialect, m, args), markerScans(t.dialect, m)
+	}
 	// The value is kept: the upsert returns the row it stored.
 	result, err := t.settle(ctx, run, tx, resource, func() (bool, leases.Record, error) {
-		stored, found, err := scanRecord(run.queryRow(ctx, tx, statement, resource, epoch))
+		stored, found, err := scanRecord(run.queryRow(ctx, tx, statement, args...), scans...)
 		if err == nil && found && stored.Epoch != epoch {
 			err = fmt.Errorf("%w: stored epoch %d instead of %d", errDisagree, stored.Epoch, epoch)
 		}
@@ -111,11 +117,16 @@ func (t *Table) raise(ctx context.Context, run runner, tx *sql.Tx, verb, stateme
 // observed its epoch once when its tenure began (see [Table.Tenure],
 // which does both). Errors as for [Table.Write].
 func (t *Table) Admit(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
-	return t.admit(ctx, unprepared{}, tx, resource, epoch)
+	result, _, err := t.admit(ctx, unprepared{}, tx, resource, epoch)
+	return result, err
 }
 
-func (t *Table) admit(ctx context.Context, run runner, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
-	return t.raise(ctx, run, tx, "admit", t.sql.admit, rules.Admit, resource, epoch)
+// admit is Admit with the marker of the admitted transaction, which
+// Tenure.Resolve needs to tell whether it committed.
+func (t *Table) admit(ctx context.Context, run runner, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, guard.Marker, error) {
+	m := newMarker()
+	result, err := t.raise(ctx, run, tx, "admit", t.sql.admit, rules.Admit, resource, epoch, &m)
+	return result, m, err
 }
 
 // Read returns the record of resource as tx sees it; found is false while
@@ -165,12 +176,13 @@ func (t *Table) settle(ctx context.Context, run runner, tx *sql.Tx, resource str
 	return result, nil
 }
 
-// scanRecord reads one row of the table, or reports that there was none.
-func scanRecord(row *sql.Row) (leases.Record, bool, error) {
+// scanRecord reads one row of the table, or reports that there was none;
+// extra are the destinations of the columns after the record's.
+func scanRecord(row *sql.Row, extra ...any) (leases.Record, bool, error) {
 	var record leases.Record
 	var valueEpoch sql.NullInt64
 	var value sql.NullString
-	err := row.Scan(&record.Epoch, &valueEpoch, &value)
+	err := row.Scan(append([]any{&record.Epoch, &valueEpoch, &value}, extra...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return leases.Record{}, false, nil
 	}

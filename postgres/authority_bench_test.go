@@ -11,9 +11,10 @@ package postgres_test
 // conditional upsert of a row of the same shape in one transaction, and,
 // for what the shape of the transaction costs, the same transaction
 // written by hand (a locking read, then an update) next to it; a
-// guarded transaction of the user's (AdmitLive, then a business row)
-// next to the fenced transaction it extends (fence's Admit, then the
-// same row).
+// transaction of a store's tenure (the lease checked live, the fence
+// admitted, a business row, the lease checked again at the commit) next
+// to the fenced transaction it extends (fence's Admit, then the same
+// row).
 
 import (
 	"context"
@@ -109,10 +110,14 @@ func benchmarkAcquire(b *testing.B, db fencetest.DB) {
 
 func benchmarkGuardedTransaction(b *testing.B, db fencetest.DB) {
 	ctx := fencetest.Context(b)
-	l := newStore(b, db.DB, postgres.Options{}).Lessor()
-	fences := fencetest.Setup(b, db, "bench_guarded")
+	store := newStore(b, db.DB, postgres.Options{})
+	fences := storeFence(b, db, store)
 	resource := fmt.Sprintf("%s #%d", b.Name(), stores.Add(1))
-	lease, err := l.Acquire(ctx, resource, "A", time.Hour)
+	lease, err := store.Lessor().Acquire(ctx, resource, "A", time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tenure, err := store.Tenure(ctx, lease)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -135,14 +140,7 @@ func benchmarkGuardedTransaction(b *testing.B, db fencetest.DB) {
 				return row(tx)
 			})
 		})
-		guardedTime += timed(b, func() error {
-			return commit(ctx, db.DB, func(tx *sql.Tx) error {
-				if err := admitted(l.AdmitLive(ctx, tx, fences, lease)); err != nil {
-					return err
-				}
-				return row(tx)
-			})
-		})
+		guardedTime += timed(b, func() error { return tenure.Tx(ctx, nil, row) })
 	}
 	report(b, floorTime, guardedTime, "guarded")
 }

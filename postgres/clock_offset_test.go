@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"leases"
-	"leases/fence"
 	"leases/internal/fencetest"
 	"leases/postgres"
 	"leases/postgres/pgtest"
@@ -88,15 +87,12 @@ func TestTicksAreTheServersNotTheClients(t *testing.T) {
 		t.Fatalf("granted at tick %d, outside the server's clock's %d .. %d (the client's clock reads %d)",
 			a.GrantedAt, before, after, time.Now().UnixMilli())
 	}
-	fences := fencetest.Setup(t, fencetest.DB{DB: db, Dialect: fence.PostgreSQL}, "offset_fence")
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
+	tenure, err := store.Tenure(ctx, a)
+	if err == nil {
+		err = tenure.Tx(ctx, nil, func(*sql.Tx) error { return nil })
 	}
-	result, err := l.AdmitLive(ctx, tx, fences, a)
-	_ = tx.Rollback()
-	if err != nil || result.Outcome != leases.Accepted {
-		t.Fatalf("the guard right after the grant: %+v, %v; want accepted", result, err)
+	if err != nil {
+		t.Fatalf("a tenure's transaction right after the grant: %v; want it committed", err)
 	}
 	if err := l.Release(ctx, a); err != nil {
 		t.Fatal(err)

@@ -15,28 +15,94 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"leases"
+	"leases/fence"
 	"leases/internal/fencetest"
 	"leases/postgres/pgtest"
 )
 
 // A tenure's transaction whose context ends while its COMMIT is on its
 // way (the session's deadline passed while the server was slow to answer)
-// has an unknown outcome: the server may commit it, and here it does.
-// pgx answers the context's end with the context's own error, which a
-// transaction stopped before its commit also returns; taken for "nothing
-// committed", a row the caller believes rolled back is in the table.
+// has an unknown outcome: the server may commit it, or not. pgx answers
+// the context's end with the context's own error, which a transaction
+// stopped before its commit also returns; taken for "nothing committed",
+// a row the caller believes rolled back is in the table. Resolve then
+// tells what became of it, and never "not committed" while the old
+// backend can still commit: it is called while the backend, stopped with
+// the COMMIT in its socket, still holds the transaction open, and it
+// waits for the backend to end the transaction, one way or the other.
 func TestCommitCutOffByTheContextIsAnUnknownOutcome(t *testing.T) {
-	ctx := fencetest.Context(t)
-	server := pgtest.Shared(t)
-	db := database(t, 0)
-	table := fencetest.Setup(t, db, "fence_commit_cut_off")
-	resource := t.Name()
+	for _, c := range []struct {
+		name      string
+		terminate bool // the server ends the backend before it reads the COMMIT
+		committed bool
+	}{
+		{"the backend commits", false, true},
+		{"the backend is terminated", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := fencetest.Context(t)
+			db := database(t, 0)
+			table := fencetest.Setup(t, db, "fence_commit_cut_off")
+			resource := t.Name()
+			tenure, backend, err := cutOffCommit(t, db, table, resource)
+			if !errors.Is(err, leases.ErrOutcomeUnknown) {
+				t.Fatalf("a COMMIT cut off on its way: %v; want an error matching leases.ErrOutcomeUnknown", err)
+			}
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Tx said %v; want it to say that the context ended too", err)
+			}
+			type answer struct {
+				committed bool
+				err       error
+			}
+			resolved := make(chan answer, 1)
+			go func() {
+				committed, err := tenure.Resolve(ctx, err)
+				resolved <- answer{committed, err}
+			}()
+			// Resolve has begun, and waits for the backend that holds the
+			// transaction; only then does the backend go on.
+			if !awaitLockWaitOr(t, db.DB, resolved, nil) {
+				a := <-resolved
+				t.Fatalf("Resolve answered %v, %v while the backend still held the transaction", a.committed, a.err)
+			}
+			if c.terminate {
+				if _, err := db.ExecContext(ctx, `SELECT pg_terminate_backend($1)`, backend); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := syscall.Kill(backend, syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			a := <-resolved
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			rows := fencetest.BusinessRows(t, db, table, resource)
+			if got := len(rows) == 1; got != a.committed || a.committed != c.committed {
+				t.Fatalf("Resolve answered committed=%v; the table holds %q (this case wants committed=%v)", a.committed, rows, c.committed)
+			}
+			// Resolve answers only the unknown outcomes of its own tenure.
+			if _, err := tenure.Resolve(ctx, errors.New("another error")); !errors.Is(err, leases.ErrInvalidInput) {
+				t.Fatalf("Resolve of another error: %v; want ErrInvalidInput", err)
+			}
+		})
+	}
+}
 
+// cutOffCommit runs a tenure's transaction, on a connection of its own,
+// whose backend is stopped (SIGSTOP) once the transaction has inserted
+// its business row, and whose context ends once its COMMIT has been
+// written to the stopped backend: the transaction's outcome is unknown,
+// and the backend, still stopped, holds it open.
+func cutOffCommit(t *testing.T, db fencetest.DB, table *fence.Table, resource string) (*fence.Tenure, int, error) {
+	t.Helper()
+	ctx := fencetest.Context(t)
 	// The holder's connection tells when a COMMIT has been written to it.
 	var armed atomic.Bool
 	sent := make(chan struct{})
 	var once sync.Once
-	config, err := pgx.ParseConfig(server.DSN("postgres"))
+	config, err := pgx.ParseConfig(pgtest.Shared(t).DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +117,7 @@ func TestCommitCutOffByTheContextIsAnUnknownOutcome(t *testing.T) {
 	holder.SetMaxOpenConns(1)
 	t.Cleanup(func() { _ = holder.Close() })
 
-	tenure, err := table.Tenure(ctx, holder, resource, 1)
+	tenure, err := table.Tenure(ctx, holder, fencetest.Lease(resource, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,22 +144,8 @@ func TestCommitCutOffByTheContextIsAnUnknownOutcome(t *testing.T) {
 	if backend == 0 {
 		t.Fatal(err)
 	}
-	// The backend goes on: it reads the COMMIT, commits, then finds its
-	// connection closed and exits.
-	if err := syscall.Kill(backend, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	awaitBackendGone(t, db.DB, backend)
-	rows := fencetest.BusinessRows(t, db, table, resource)
-	if len(rows) != 1 {
-		t.Fatalf("the held COMMIT left %q; this test needs it to commit", rows)
-	}
-	if !errors.Is(err, leases.ErrOutcomeUnknown) {
-		t.Fatalf("the transaction committed, and Tx said: %v; want an error matching leases.ErrOutcomeUnknown", err)
-	}
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("Tx said %v; want it to say that the context ended too", err)
-	}
+	t.Cleanup(func() { _ = syscall.Kill(backend, syscall.SIGCONT) }) // never leave a backend stopped
+	return tenure, backend, err
 }
 
 // commitWatch is a connection that reports a written COMMIT once armed.

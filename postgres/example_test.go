@@ -12,7 +12,6 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 
-	"leases/fence"
 	"leases/internal/fencetest"
 	"leases/postgres"
 	"leases/postgres/pgtest"
@@ -20,17 +19,18 @@ import (
 )
 
 // work does one job under its lease, with nothing but PostgreSQL: it
-// waits for the job's lease (timed by the server's clock), begins a live
+// waits for the job's lease (timed by the server's clock), begins its
 // tenure in the same database, and writes the job's rows in transactions
-// that commit only while the lease is live on the server's clock and its
-// epoch is the newest the fence has seen, under a context that ends when
-// the session may have lost the lease. A holder paused inside such a
-// transaction cannot commit after the next holder was granted. Every
-// error is returned: none is dropped.
-func work(ctx context.Context, lessor *postgres.ServerClock, db *sql.DB, fences *fence.Table, job, worker string) error {
-	return session.Do(ctx, lessor, job, worker, session.Options{TTL: 10 * time.Second},
+// that commit only while the lease is live on the server's clock (checked
+// again by the server when it commits) and its epoch is the newest the
+// fence has seen, under a context that ends when the session may have
+// lost the lease. A holder paused inside such a transaction commits
+// nothing after its lease's expiry, nor after the next holder was
+// granted. Every error is returned: none is dropped.
+func work(ctx context.Context, store *postgres.Store, job, worker string) error {
+	return session.Do(ctx, store.Lessor(), job, worker, session.Options{TTL: 10 * time.Second},
 		func(ctx context.Context, s *session.Session) error {
-			tenure, err := lessor.LiveTenure(ctx, db, fences, s.Lease())
+			tenure, err := store.Tenure(ctx, s.Lease())
 			if err != nil {
 				return err // not live, superseded already, or the database failed
 			}
@@ -42,38 +42,31 @@ func work(ctx context.Context, lessor *postgres.ServerClock, db *sql.DB, fences 
 					return err
 				})
 				if err != nil {
-					return err // postgres.ErrNotLive, fence.ErrSuperseded, the session's end, or a failure
+					return err // leases.ErrNotLive, fence.ErrSuperseded, the session's end, or a failure
 				}
 			}
 			return nil
 		})
 }
 
-// open opens what work needs in one PostgreSQL database: the leases, on
-// the server's clock, and the fence table beside the service's own
-// tables. The DSN should bound a paused holder's open transaction, which
-// holds back the next holder's grant (idle_in_transaction_session_timeout,
-// here as a pgx runtime parameter; or set it for the role).
-func open(ctx context.Context, dsn string) (*postgres.ServerClock, *sql.DB, *fence.Table, error) {
-	db, err := sql.Open("pgx", dsn+" idle_in_transaction_session_timeout=5s")
+// open opens the leases, on the server's clock, in the service's own
+// PostgreSQL database. The DSN bounds a paused holder's open transaction,
+// which holds back the next holder's grant, to the session's margin (a
+// fifth of the 10 s TTL): idle_in_transaction_session_timeout, here as a
+// pgx runtime parameter of a key/value DSN (or set it for the role).
+func open(ctx context.Context, dsn string) (*postgres.Store, *sql.DB, error) {
+	db, err := sql.Open("pgx", dsn+" idle_in_transaction_session_timeout=2s")
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	store, err := postgres.New(db, postgres.Options{})
 	if err == nil {
 		err = store.Create(ctx) // once, at setup
 	}
-	var fences *fence.Table
-	if err == nil {
-		fences, err = fence.New(fence.PostgreSQL, fence.DefaultTable)
-	}
-	if err == nil {
-		err = fences.Create(ctx, db) // once, at setup
-	}
 	if err != nil {
-		return nil, nil, nil, errors.Join(err, db.Close())
+		return nil, nil, errors.Join(err, db.Close())
 	}
-	return store.Lessor(), db, fences, nil
+	return store, db, nil
 }
 
 // The example runs: two workers, each with a database handle of its own
@@ -86,7 +79,7 @@ func TestExampleWork(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, worker := range []string{"worker-1", "worker-2"} {
-		lessor, db, fences, err := open(ctx, dsn)
+		store, db, err := open(ctx, dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +87,7 @@ func TestExampleWork(t *testing.T) {
 		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS invoice_lines (job text, line text, epoch bigint)`); err != nil {
 			t.Fatal(err)
 		}
-		wg.Go(func() { errs[i] = work(ctx, lessor, db, fences, job, worker) })
+		wg.Go(func() { errs[i] = work(ctx, store, job, worker) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

@@ -1,6 +1,10 @@
 package postgres
 
-import "context"
+import (
+	"context"
+
+	"leases/fence"
+)
 
 // Tables are the store's tables, for the tests' dumps.
 func (s *Store) Tables() []string {
@@ -12,3 +16,6 @@ func (s *Store) Tables() []string {
 func WithStep(ctx context.Context, hook func(step string)) context.Context {
 	return context.WithValue(ctx, stepKey{}, hook)
 }
+
+// TenureFence is the fence table of the store's tenures.
+func (s *Store) TenureFence() *fence.Table { return s.tenures }

@@ -3,206 +3,157 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"leases"
 	"leases/fence"
+	"leases/internal/guard"
 	"leases/internal/rules"
+	"leases/internal/sqltx"
 )
 
-// ErrNotLive reports that a lease was not the live one on the server's
-// clock when a transaction of yours asked (AdmitLive, LiveTenure): it
-// expired, was released, or a newer epoch was granted. It is a refusal:
-// the error also matches leases.ErrLeaseExpired (it expired) or
-// leases.ErrNotHolder (released or superseded), and leases.IsRefusal
-// holds. Nothing of the transaction was committed by the guard.
-var ErrNotLive = errors.New("lease not live on the server's clock")
-
-// Fence is the fence a guarded transaction raises: a *fence.Table or a
-// *fence.Prepared of PostgreSQL, in the database that holds the store's
-// tables (your transaction must reach both).
-type Fence interface {
-	Observe(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error)
-	Admit(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error)
-	Read(ctx context.Context, tx *sql.Tx, resource string) (leases.Record, bool, error)
+// Tenure begins the tenure of lease in the store's database, for your
+// own transactions there: the guard of a team that keeps the leases in
+// the same PostgreSQL database as its rows. Every transaction of the
+// tenure ([fence.Tenure.Tx]) is admitted only while lease is the live
+// lease on the server's clock and its epoch the newest the store's fence
+// table has seen, and its COMMIT goes through only if the lease is still
+// live on the server's clock when the server commits it: a holder paused
+// between its statements and its COMMIT, or while its COMMIT was on its
+// way, commits nothing after its lease's expiry. Begin it right after the
+// lease was granted, with the session's context; pass that context to
+// every Tx. It returns an error matching leases.ErrNotLive when lease is
+// not live, and fence.ErrSuperseded when a newer epoch reached the fence
+// first. Your transactions must run on the store's *sql.DB (the tenure
+// begins them there).
+//
+// In each transaction, in this order, the tenure:
+//
+//  1. locks the lease's row FOR KEY SHARE, reads the server's clock
+//     after the lock, and refuses with leases.ErrNotLive unless the lease
+//     is the resource's and has not expired at that time;
+//  2. admits the transaction at the store's fence table (the fence rises
+//     to the lease's epoch, or is at it, and its row is locked until the
+//     transaction ends), or refuses with fence.ErrSuperseded;
+//  3. runs your function, then sends COMMIT; at the COMMIT a deferred
+//     constraint trigger on the fence table reads the lease's row and
+//     the server's clock again, and aborts the commit unless the lease is
+//     still live: the COMMIT then fails with leases.ErrNotLive, and
+//     nothing of the transaction committed.
+//
+// Why a holder paused after step 1 cannot commit after a newer holder
+// was granted: the key-share lock on the lease row lasts until the
+// transaction ends, and a grant locks the row FOR UPDATE, which waits
+// for it. Why it cannot commit after its lease's expiry: step 3 runs in
+// the server, at the commit, whatever the holder's process is doing.
+// What remains is the instant between the trigger's check and the commit
+// record (the server writing and flushing the commit to its log), which
+// no client's pause can stretch; docs/postgres.md gives the figures.
+//
+// What it costs the next holder: its Acquire waits for every transaction
+// of the older tenure still open, also one that is paused (a stopped
+// process, a long call) past the lease's expiry. Bound that wait with
+// idle_in_transaction_session_timeout, no longer than the session's
+// margin (docs/postgres.md says why and measures it). The holder's own
+// renewals and its release lock the row FOR NO KEY UPDATE, which does not
+// wait for the key-share lock.
+//
+// Isolation: each transaction runs at the level its Tx options ask for
+// (the server's default, READ COMMITTED, when they do not). Under
+// REPEATABLE READ and SERIALIZABLE, a lease or fence row changed since
+// the transaction's snapshot fails a statement or the commit with a
+// serialization failure (IsSerializationFailure; nothing committed): roll
+// back and try again; and the check at the commit reads the lease as the
+// snapshot saw it, so that a renewal committed meanwhile is not seen (the
+// check may then refuse a lease that was renewed, never admit one that
+// expired). The tenure's own first transaction, which observes the epoch,
+// runs at the server's default level.
+func (s *Store) Tenure(ctx context.Context, lease leases.Lease) (*fence.Tenure, error) {
+	g := &liveGuard{store: s, base: guard.Table(s.tenures, s.db, guard.TableOptions{
+		Run: sqltx.Options{Known: known, Step: step},
+	})}
+	t, err := guard.Tenure(ctx, lease, g)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return t.(*fence.Tenure), nil
 }
 
-var (
-	_ Fence = (*fence.Table)(nil)
-	_ Fence = (*fence.Prepared)(nil)
-)
-
-// AdmitLive admits tx, a transaction of yours in the database that holds
-// the store's tables and fences, for the holder of held, only while
-// held is the live lease on the server's clock and its epoch the newest
-// fences has seen: "live, and the newest tenure", where fence.Admit is
-// "the newest tenure" alone. In tx, in this order, it:
-//
-//  1. locks held's lease row FOR KEY SHARE and reads the server's clock
-//     after the lock, and answers NotLive unless held is the resource's
-//     lease and has not expired at that time (the tick of the check,
-//     never before the row's last change);
-//  2. admits tx at fences (fence.Admit): the fence rises to held's epoch,
-//     or is at it, and its row is locked until tx ends; Stale if a newer
-//     epoch reached the fence (a newer tenure has begun).
-//
-// Accepted: store your rows in tx and commit; they commit with the fence
-// at held's epoch, or not at all. NotLive or Stale: roll tx back and stop
-// acting for this lease. The record is the fence's.
-//
-// Why a holder paused after the check cannot commit after a newer
-// holder was granted: the key-share lock on the lease row lasts until tx
-// ends, and a grant (Acquire) locks the row FOR UPDATE, which waits for
-// it. A transaction admitted while the lease was live therefore commits,
-// if at all, before the next grant of the resource, in the order of the
-// server's commits; from that grant on, every check answers NotLive. The
-// holder's own renewals and its release lock the row FOR NO KEY UPDATE,
-// which does not wait for the key-share lock, and any number of guarded
-// transactions share it.
-//
-// What it costs the next holder: its Acquire waits for every guarded
-// transaction of the older holder still open, also for one that is
-// paused (a stopped process, a long call) past the lease's expiry, and
-// is refused or granted only when they end. Bound that wait in the
-// server: idle_in_transaction_session_timeout ends a session that idles
-// inside a transaction (rolling it back), statement_timeout a statement
-// that runs too long; lock_timeout bounds the next holder's own wait.
-// Keep guarded transactions short, and begin them with the session's
-// context (session.Session.Context), so that they are rolled back at the
-// session's end.
-//
-// Under REPEATABLE READ and SERIALIZABLE, a lease row or fence row
-// changed since tx's snapshot fails the statement with a serialization
-// failure (IsSerializationFailure): roll back and try the transaction
-// again. Invalid input is refused with leases.ErrInvalidInput before any
-// statement runs; any other error leaves tx to be rolled back.
-func (l *ServerClock) AdmitLive(ctx context.Context, tx *sql.Tx, fences Fence, held leases.Lease) (leases.WriteResult, error) {
-	result, _, err := l.guard(ctx, tx, fences.Admit, fences, held)
-	if err != nil {
-		return leases.WriteResult{}, fmt.Errorf("postgres: admit %q at epoch %d while live: %w", held.Resource, held.Epoch, err)
-	}
-	return result, nil
+// liveGuard is the guard of a store's tenures: the lease live on the
+// server's clock, then the epoch at the store's fence table.
+type liveGuard struct {
+	store *Store
+	base  guard.Guard
 }
 
-// guard is AdmitLive with raise, the fence's Admit or Observe, as its
-// second step. When it answers NotLive, notLive says why, as an error
-// matching ErrNotLive.
-func (l *ServerClock) guard(ctx context.Context, tx *sql.Tx,
-	raise func(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error),
-	fences Fence, held leases.Lease) (result leases.WriteResult, notLive, err error) {
-	if err := rules.CheckHeld(held, 0); err != nil {
-		return leases.WriteResult{}, nil, err
+var _ guard.Guard = (*liveGuard)(nil)
+
+func (g *liveGuard) Run(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) (bool, error)) error {
+	return g.base.Run(ctx, opts, fn)
+}
+
+func (g *liveGuard) Begin(ctx context.Context, tx *sql.Tx, lease leases.Lease) error {
+	if err := g.live(ctx, tx, lease); err != nil {
+		return err
 	}
-	row, found, clock, err := l.store.lockLease(ctx, tx, held.Resource, lockGuard)
+	return g.base.Begin(ctx, tx, lease)
+}
+
+func (g *liveGuard) Admit(ctx context.Context, tx *sql.Tx, lease leases.Lease) (guard.Marker, error) {
+	if err := g.live(ctx, tx, lease); err != nil {
+		return guard.Marker{}, err
+	}
+	return g.base.Admit(ctx, tx, lease)
+}
+
+func (g *liveGuard) Resolve(ctx context.Context, lease leases.Lease, m guard.Marker) (bool, error) {
+	return g.base.Resolve(ctx, lease, m)
+}
+
+// live locks held's lease row FOR KEY SHARE in tx, reads the server's
+// clock after the lock, and refuses with leases.ErrNotLive unless held is
+// the resource's lease and has not expired at that time (the tick of the
+// check, never before the row's last change).
+func (g *liveGuard) live(ctx context.Context, tx *sql.Tx, held leases.Lease) error {
+	row, found, clock, err := g.store.lockLease(ctx, tx, held.Resource, lockGuard)
 	if err != nil {
-		return leases.WriteResult{}, nil, err
+		return err
 	}
 	now := rules.NotBefore(row, found, clock)
 	live, err := rules.LiveFor(row, found, held, now)
-	switch {
-	case err != nil:
-		return leases.WriteResult{}, nil, err
-	case !live:
-		stored, _, err := fences.Read(ctx, tx, held.Resource)
-		return leases.WriteResult{Outcome: leases.NotLive, Record: stored}, whyNotLive(row, found, held, now), err
+	if err != nil || live {
+		return err
 	}
-	result, err = raise(ctx, tx, held.Resource, held.Epoch)
-	return result, nil, err
+	return rules.NotLive(row, found, held, now)
 }
 
-// whyNotLive says why held is not the live lease of row at tick now.
-func whyNotLive(row rules.LeaseRow, found bool, held leases.Lease, now int64) error {
-	switch {
-	case !found:
-		return fmt.Errorf("%w (%w): %q was never leased", ErrNotLive, leases.ErrNotHolder, held.Resource)
-	case row.Epoch != held.Epoch || row.Holder != held.Holder:
-		return fmt.Errorf("%w (%w): %q is at epoch %d, not %q's epoch %d",
-			ErrNotLive, leases.ErrNotHolder, held.Resource, row.Epoch, held.Holder, held.Epoch)
-	case !row.Held:
-		return fmt.Errorf("%w (%w): epoch %d of %q was released", ErrNotLive, leases.ErrNotHolder, held.Epoch, held.Resource)
-	}
-	return fmt.Errorf("%w (%w): epoch %d of %q expired at tick %d, %d ms before the check",
-		ErrNotLive, leases.ErrLeaseExpired, held.Epoch, held.Resource, row.ExpiresAt, now-row.ExpiresAt)
-}
+// The SQLSTATEs with which the check at the commit aborts a transaction
+// of a tenure (liveFunctionTemplate): the lease expired, or it is not
+// the resource's lease any more (released, or a newer epoch granted).
+const (
+	stateExpiredAtCommit   = "LS001"
+	stateNotHolderAtCommit = "LS002"
+)
 
-// LiveTenure is a lease holder's use of the fence for one lease, on the
-// server's clock: fence.Tenure's shape, with every transaction admitted
-// by AdmitLive ("live, and the newest tenure") rather than by fence.Admit
-// ("the newest tenure"). Safe for concurrent use.
-type LiveTenure struct {
-	lessor *ServerClock
-	db     *sql.DB
-	fences Fence
-	held   leases.Lease
-}
-
-// LiveTenure begins the tenure of held in db: in a transaction of its
-// own it checks that held is live on the server's clock (as AdmitLive
-// does) and observes held's epoch at fences, so that from its commit on
-// every transaction of an older tenure that fences guards is refused. It
-// returns an error matching ErrNotLive when held is not live, and
-// fence.ErrSuperseded when a newer epoch reached the fence first. Call
-// it right after the lease was granted, with the session's context.
-func (l *ServerClock) LiveTenure(ctx context.Context, db *sql.DB, fences Fence, held leases.Lease) (*LiveTenure, error) {
-	t := &LiveTenure{lessor: l, db: db, fences: fences, held: held}
-	if err := t.run(ctx, nil, fences.Observe, nil); err != nil {
-		return nil, fmt.Errorf("postgres: begin the live tenure of epoch %d on %q: %w", held.Epoch, held.Resource, err)
-	}
-	return t, nil
-}
-
-// Lease is the lease the tenure was begun with.
-func (t *LiveTenure) Lease() leases.Lease { return t.held }
-
-// Tx runs fn in a transaction of the tenure and commits it: it begins a
-// transaction on the tenure's database with ctx and opts, admits it with
-// AdmitLive (the lease row is then share-locked and the fence row locked
-// until the transaction ends), runs fn, and commits. Pass the session's
-// context: a transaction whose session has ended by the commit is
-// rolled back, not committed.
-//
-// The error says which of these happened:
-//   - ErrNotLive (a refusal): the lease is no longer live on the server's
-//     clock; nothing committed, and this holder must stop.
-//   - fence.ErrSuperseded (a refusal): a newer epoch reached the fence.
-//   - fn's error: rolled back, fn's error returned (wrapped).
-//   - leases.ErrOutcomeUnknown: the commit was sent and failed; it may
-//     have committed. Read your rows before trying again.
-//   - anything else (also ctx's end, and a serialization failure, which
-//     is not tried again here: fn is yours): a failure before commit,
-//     nothing committed; the transaction may be tried again while the
-//     lease lasts.
-//
-// While fn runs, the next holder's Acquire waits (see AdmitLive).
-func (t *LiveTenure) Tx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
-	if err := t.run(ctx, opts, t.fences.Admit, fn); err != nil {
-		return fmt.Errorf("postgres: transaction of epoch %d on %q: %w", t.held.Epoch, t.held.Resource, err)
+// notLiveAtCommit is the refusal of a COMMIT that the check at the
+// commit aborted, or nil for any other error: the server rolled the
+// transaction back, and its answer says why.
+func notLiveAtCommit(err error) error {
+	switch sqltx.SQLState(err) {
+	case stateExpiredAtCommit:
+		return &refusedAtCommit{err: err, kind: leases.ErrLeaseExpired}
+	case stateNotHolderAtCommit:
+		return &refusedAtCommit{err: err, kind: leases.ErrNotHolder}
 	}
 	return nil
 }
 
-// run runs one transaction of the tenure: the guard with raise, then fn
-// when there is one, then the commit.
-func (t *LiveTenure) run(ctx context.Context, opts *sql.TxOptions,
-	raise func(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error),
-	fn func(tx *sql.Tx) error) error {
-	return once(ctx, t.db, opts, func(tx *sql.Tx) (bool, error) {
-		result, notLive, err := t.lessor.guard(ctx, tx, raise, t.fences, t.held)
-		switch {
-		case err != nil:
-			return false, err
-		case notLive != nil:
-			return false, notLive
-		case result.Outcome == leases.Stale:
-			return false, fmt.Errorf("%w: the fence is at epoch %d", fence.ErrSuperseded, result.Record.Epoch)
-		}
-		if fn == nil {
-			return true, nil
-		}
-		if err := fn(tx); err != nil {
-			return false, err
-		}
-		return true, nil
-	})
+// refusedAtCommit is a COMMIT refused by the check at the commit: it
+// matches leases.ErrNotLive and kind, and says what the server said.
+type refusedAtCommit struct {
+	err  error
+	kind error
 }
+
+func (e *refusedAtCommit) Error() string   { return "nothing committed: " + e.err.Error() }
+func (e *refusedAtCommit) Unwrap() []error { return []error{leases.ErrNotLive, e.kind, e.err} }

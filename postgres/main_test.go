@@ -6,11 +6,16 @@ import (
 
 	"leases/fence"
 	"leases/internal/fencetest"
+	"leases/internal/roles"
 	"leases/postgres/pgtest"
 )
 
-// One server for the package's tests, each on tables of its own.
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// One server for the package's tests, each on tables of its own; the
+// binary plays the roles of its tests' child processes too.
+func TestMain(m *testing.M) {
+	roles.Run()
+	os.Exit(roles.CheckUnused(pgtest.Main(m)))
+}
 
 // database returns a handle on the shared server with at most conns
 // connections (0: no limit).

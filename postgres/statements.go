@@ -69,6 +69,46 @@ const (
 	insertLeaseTemplate = `INSERT INTO "{authority}" (resource, epoch, holder, granted_at, expires_at, last_tick)
 	VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (resource) DO NOTHING`
 
+	// liveFunctionTemplate is the check at the commit of a tenure's
+	// transaction (Store.Tenure): the function of a deferred constraint
+	// trigger on the tenures' fence table, which every transaction of a
+	// tenure writes (its admit), so that PostgreSQL runs it once the
+	// transaction commits, after every statement of the user's. It reads
+	// the lease's row and the server's clock then, and aborts the commit
+	// unless the fence row's epoch is the resource's lease and has not
+	// expired: with SQLSTATE LS001 when it expired, LS002 when the lease
+	// is not the resource's any more. The transaction holds the lease
+	// row's key-share lock (the admission took it), so no grant can come
+	// between the check and the commit; a renewal can, and is seen under
+	// READ COMMITTED.
+	liveFunctionTemplate = `CREATE OR REPLACE FUNCTION "{live}"() RETURNS trigger LANGUAGE plpgsql AS $live$
+DECLARE
+	lease record;
+	now_ms bigint;
+BEGIN
+	SELECT epoch, holder, expires_at, last_tick INTO lease FROM "{authority}" WHERE resource = NEW.resource;
+	IF NOT FOUND OR lease.epoch <> NEW.epoch OR lease.holder IS NULL THEN
+		RAISE EXCEPTION USING ERRCODE = 'LS002',
+			MESSAGE = format('lease not live at the commit: epoch %s of %L is not the resource''s lease', NEW.epoch, NEW.resource);
+	END IF;
+	now_ms := greatest(lease.last_tick, ` + serverClock + `);
+	IF lease.expires_at <= now_ms THEN
+		RAISE EXCEPTION USING ERRCODE = 'LS001',
+			MESSAGE = format('lease not live at the commit: epoch %s of %L expired at tick %s, %s ms before the commit',
+				NEW.epoch, NEW.resource, lease.expires_at, now_ms - lease.expires_at);
+	END IF;
+	RETURN NULL;
+END
+$live$`
+	// liveTriggerTemplate attaches the check to the tenures' fence table,
+	// once: a constraint trigger has no CREATE OR REPLACE.
+	liveTriggerTemplate = `DO $create$ BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgname = '{live}' AND tgrelid = '"{tenures}"'::regclass) THEN
+		CREATE CONSTRAINT TRIGGER "{live}" AFTER INSERT OR UPDATE ON "{tenures}"
+			DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "{live}"();
+	END IF;
+END $create$`
+
 	readUnfencedTemplate  = `SELECT epoch, value FROM "{unfenced}" WHERE resource = $1`
 	writeUnfencedTemplate = `INSERT INTO "{unfenced}" (resource, epoch, value) VALUES ($1, $2, $3)
 	ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, value = excluded.value`
@@ -77,6 +117,7 @@ const (
 // statements are one store's SQL.
 type statements struct {
 	authoritySchema, unfencedSchema string
+	liveFunction, liveTrigger       string
 	// lock reads the lease row under each lock mode, with the clock;
 	// peek reads it without a lock.
 	lock          map[string]string
@@ -87,14 +128,17 @@ type statements struct {
 	writeUnfenced string
 }
 
-func newStatements(authority, unfenced string) statements {
-	names := strings.NewReplacer("{authority}", authority, "{unfenced}", unfenced)
+func newStatements(tables tableNames) statements {
+	names := strings.NewReplacer("{authority}", tables.authority, "{unfenced}", tables.unfenced,
+		"{tenures}", tables.tenures, "{live}", tables.live)
 	read := func(lock string) string {
 		return strings.Replace(names.Replace(readLeaseTemplate), "{lock}", lock, 1)
 	}
 	return statements{
 		authoritySchema: names.Replace(authoritySchema),
 		unfencedSchema:  names.Replace(unfencedSchema),
+		liveFunction:    names.Replace(liveFunctionTemplate),
+		liveTrigger:     names.Replace(liveTriggerTemplate),
 		lock: map[string]string{
 			lockGrant: read(lockGrant), lockRenew: read(lockRenew), lockGuard: read(lockGuard),
 		},

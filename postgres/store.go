@@ -70,6 +70,7 @@ type Store struct {
 	sql           statements
 	fenced        *fence.Table // the fenced receiver's records
 	guarded       *fence.Table // the guarded receiver's records
+	tenures       *fence.Table // the fence of the store's tenures (Tenure)
 	isolation     sql.IsolationLevel
 	retries       int
 	watchInterval time.Duration
@@ -78,6 +79,9 @@ type Store struct {
 // tableNames are a store's tables.
 type tableNames struct {
 	authority, fenced, unfenced, guarded string
+	// tenures is the fence of the store's tenures, and live the
+	// function and the trigger that check a tenure's lease at commit.
+	tenures, live string
 }
 
 // New returns a store on db, which the caller opens with the driver of
@@ -92,6 +96,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	names := tableNames{
 		authority: prefix + "authority", fenced: prefix + "fenced",
 		unfenced: prefix + "unfenced", guarded: prefix + "guarded",
+		tenures: prefix + "fence", live: prefix + "live",
 	}
 	// The longest name decides whether the prefix fits.
 	if err := rules.CheckTableName("postgres store: table name", names.authority); err != nil {
@@ -107,7 +112,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: postgres store: WatchInterval %v is negative", leases.ErrInvalidInput, opts.WatchInterval)
 	}
 	s := &Store{
-		db: db, names: names, sql: newStatements(names.authority, names.unfenced),
+		db: db, names: names, sql: newStatements(names),
 		isolation: opts.Isolation, retries: opts.Retries, watchInterval: opts.WatchInterval,
 	}
 	switch {
@@ -124,6 +129,9 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if s.guarded, err = fence.New(fence.PostgreSQL, names.guarded); err != nil {
+		return nil, err
+	}
+	if s.tenures, err = fence.New(fence.PostgreSQL, names.tenures); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -148,7 +156,8 @@ func (s *Store) Create(ctx context.Context) error {
 func (s *Store) Schema() string { return strings.Join(s.schema(), ";\n") + ";\n" }
 
 func (s *Store) schema() []string {
-	return []string{s.sql.authoritySchema, s.fenced.Schema(), s.sql.unfencedSchema, s.guarded.Schema()}
+	return []string{s.sql.authoritySchema, s.fenced.Schema(), s.sql.unfencedSchema, s.guarded.Schema(),
+		s.tenures.Schema(), s.sql.liveFunction, s.sql.liveTrigger}
 }
 
 // Authority returns the lease authority kept in this store, with the

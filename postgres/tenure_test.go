@@ -32,7 +32,7 @@ func TestPausedHoldersTransactionIsBoundedByTheIdleTimeout(t *testing.T) {
 			table := fencetest.Setup(t, db, "fence_paused")
 			resource := t.Name()
 			paused := pausedHandle(t, server)
-			old, err := table.Tenure(ctx, paused, resource, 1)
+			old, err := table.Tenure(ctx, paused, fencetest.Lease(resource, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +49,7 @@ func TestPausedHoldersTransactionIsBoundedByTheIdleTimeout(t *testing.T) {
 			<-p.inside
 			newTenure := make(chan error, 1)
 			go func() {
-				_, err := table.Tenure(ctx, db.DB, resource, 2)
+				_, err := table.Tenure(ctx, db.DB, fencetest.Lease(resource, 2))
 				newTenure <- err
 			}()
 			awaitLockWait(t, db.DB) // the new holder's observe waits for the fence row

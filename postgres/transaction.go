@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"leases/internal/outcome"
+	"leases/internal/sqltx"
 )
 
 // errLostInsert reports that a resource's first row, decided on while
@@ -51,46 +51,23 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) (commit bool, err 
 
 // once runs fn in one transaction of db and commits it when fn says so,
 // telling a refusal, a failure before commit and an unknown outcome
-// apart (see inTx). It makes no second try.
+// apart (see inTx and sqltx.Run). It makes no second try.
 func once(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *sql.Tx) (commit bool, err error)) error {
-	step(ctx, "begin")
-	tx, err := db.BeginTx(ctx, opts)
-	if err != nil {
-		return outcome.BeforeCommit(ctx, fmt.Errorf("begin: %w", err))
+	return sqltx.Run(ctx, db, sqltx.Options{Tx: opts, Known: known, Step: step}, fn)
+}
+
+// known says of a failed COMMIT whether PostgreSQL's answer proves that
+// it rolled the transaction back: a serialization failure, a deadlock, a
+// session it ended for idling in the transaction (sqltx.RolledBack), or
+// a lease that was no longer live when the transaction committed
+// (notLiveAtCommit). The chaos test's guarded variant saw a row committed
+// whose COMMIT pgx had answered with ctx's error (held past the
+// session's end): any other answer proves nothing.
+func known(_ context.Context, err error) error {
+	if refused := notLiveAtCommit(err); refused != nil {
+		return refused
 	}
-	commit, err := fn(tx)
-	if err != nil {
-		step(ctx, "rollback")
-		return outcome.BeforeCommit(ctx, rolledBack(err, tx.Rollback()))
-	}
-	if !commit {
-		// A decision that changes nothing: whether the rollback
-		// arrives or not, nothing was committed.
-		step(ctx, "rollback")
-		_ = tx.Rollback()
-		return nil
-	}
-	if ctx.Err() != nil {
-		// Ended before the commit was sent: nothing committed.
-		_ = tx.Rollback()
-		return outcome.BeforeCommit(ctx, errors.New("not committed"))
-	}
-	step(ctx, "commit")
-	if err := tx.Commit(); err != nil {
-		// The chaos test's guarded variant saw a row committed whose
-		// COMMIT pgx had answered with ctx's error (held past the
-		// session's end): only a commit never sent is "not committed".
-		switch {
-		case outcome.CommitNotSent(ctx, tx, err):
-			return outcome.BeforeCommit(ctx, errors.New("not committed"))
-		case IsSerializationFailure(err):
-			// The server answered that it rolled the transaction back
-			// rather than commit it: nothing committed.
-			return fmt.Errorf("commit refused, nothing committed: %w", err)
-		}
-		return outcome.Unknown(ctx, fmt.Errorf("commit failed: %w", err))
-	}
-	return nil
+	return sqltx.RolledBack(err)
 }
 
 // IsSerializationFailure reports whether err is PostgreSQL's answer that
@@ -101,21 +78,8 @@ func once(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *sql.
 // reads the SQLSTATE of driver errors that have a SQLState() string
 // method (pgx's *pgconn.PgError and lib/pq's *pq.Error have).
 func IsSerializationFailure(err error) bool {
-	var coded interface{ SQLState() string }
-	if !errors.As(err, &coded) {
-		return false
-	}
-	code := coded.SQLState()
+	code := sqltx.SQLState(err)
 	return code == "40001" || code == "40P01"
-}
-
-// rolledBack is err, the failure that ended a transaction, with its
-// rollback's failure, if any, on the same line.
-func rolledBack(err, rollback error) error {
-	if rollback == nil || errors.Is(rollback, sql.ErrTxDone) {
-		return err
-	}
-	return fmt.Errorf("%w (and the rollback failed: %v)", err, rollback)
 }
 
 // stepKey is the context key of a hook that a test sets to run before

@@ -25,7 +25,7 @@ import (
 func work(ctx context.Context, lessor leases.Lessor, db *sql.DB, fences *fence.Table, job, worker string) error {
 	return session.Do(ctx, lessor, job, worker, session.Options{TTL: 10 * time.Second},
 		func(ctx context.Context, s *session.Session) error {
-			tenure, err := fences.Tenure(ctx, db, job, s.Epoch())
+			tenure, err := fences.Tenure(ctx, db, s.Lease())
 			if err != nil {
 				return err // superseded already, or the database failed
 			}

@@ -164,6 +164,39 @@ func (s *Store) Guard(ctx context.Context, tx *sql.Tx, held leases.Lease, fences
 	return fences.Admit(ctx, tx, held.Resource, held.Epoch)
 }
 
+// Tenure begins the tenure of lease in the store's file, for your own
+// transactions there: the guard of a team that keeps its rows in the
+// leases file. Every transaction of the tenure ([fence.Tenure.Tx], run on
+// the store's one connection) is admitted only while lease is the live
+// lease on the host's clock (the Lessor's) and its epoch the newest the
+// store's fence table has seen, and commits only if the lease is still
+// live on that clock when SQLite commits it: a holder stopped between its
+// statements and its COMMIT commits nothing after its lease's expiry. The
+// transaction holds the file's write lock from its beginning, so no grant
+// can come between the checks and the commit. It returns an error
+// matching leases.ErrNotLive when lease is not live, and
+// fence.ErrSuperseded when a newer epoch reached the fence first. Begin
+// it right after the lease was granted, with the session's context, and
+// pass that context to every Tx.
+//
+// The check at the commit is SQLite's commit hook, on this process's
+// clock: what remains is the instant between that check and SQLite's
+// write of the commit to its log. A stopped process keeps the file's
+// write lock, and so holds back every other process, for as long as it
+// is stopped; keep the transactions short (docs/service.md).
+//
+// The errors are those of every operation of the store: after an unknown
+// outcome (leases.ErrOutcomeUnknown) the store refuses everything with
+// ErrReopenRequired, but the tenure's Resolve reads the file on a
+// connection of its own.
+func (s *Store) Tenure(ctx context.Context, lease leases.Lease) (*fence.Tenure, error) {
+	t, err := s.store.Tenure(ctx, lease, s.now)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return t, nil
+}
+
 // IntegrityCheck runs SQLite's PRAGMA integrity_check and returns what it
 // says: "ok" for a sound file, otherwise the problems it found, one per
 // line.

@@ -127,3 +127,9 @@ func BusinessRows(t testing.TB, db DB, table *fence.Table, resource string) []st
 
 // Row renders a business row as "epoch=value".
 func Row(epoch int64, value string) string { return fmt.Sprintf("%d=%s", epoch, value) }
+
+// Lease is a lease on resource at epoch, for a tenure of the fence alone,
+// which looks at nothing but the resource and the epoch.
+func Lease(resource string, epoch int64) leases.Lease {
+	return leases.Lease{Resource: resource, Holder: fmt.Sprintf("holder-%d", epoch), Epoch: epoch}
+}

@@ -29,10 +29,11 @@ func tenures(t *testing.T, db DB, table *fence.Table, face face) {
 	ctx := Context(t)
 	resource := t.Name()
 	begin := func(epoch int64) (*fence.Tenure, error) {
+		lease := Lease(resource, epoch)
 		if p, ok := face.via.(*fence.Prepared); ok {
-			return p.Tenure(ctx, db.DB, resource, epoch)
+			return p.Tenure(ctx, db.DB, lease)
 		}
-		return table.Tenure(ctx, db.DB, resource, epoch)
+		return table.Tenure(ctx, db.DB, lease)
 	}
 	row := func(tn *fence.Tenure, value string) func(tx *sql.Tx) error {
 		return func(tx *sql.Tx) error { return InsertBusiness(ctx, db, tx, table, resource, tn.Epoch(), value, 0) }
@@ -75,6 +76,18 @@ func tenures(t *testing.T, db DB, table *fence.Table, face face) {
 		return err
 	}); !errors.Is(err, context.Canceled) || errors.Is(err, leases.ErrOutcomeUnknown) {
 		t.Fatalf("a transaction whose context ended before the commit: %v; want context.Canceled, known not committed", err)
+	}
+	// A statement cut off by the context's end: whatever the driver
+	// returns for it (the context's error, without its cause), the
+	// transaction's error matches the cause, as a session's end is told
+	// apart from a caller's.
+	sessionEnded := errors.New("the session ended")
+	cutOff, endWithCause := context.WithCancelCause(ctx)
+	if err := b.Tx(cutOff, nil, func(tx *sql.Tx) error {
+		endWithCause(sessionEnded)
+		return row(b, "cut off")(tx)
+	}); !errors.Is(err, sessionEnded) || !errors.Is(err, context.Canceled) || errors.Is(err, leases.ErrOutcomeUnknown) {
+		t.Fatalf("a transaction whose statement the session's end cut off: %v; want the session's end and context.Canceled", err)
 	}
 	if err := b.Tx(ctx, nil, row(b, "b1")); err != nil {
 		t.Fatal(err)

@@ -36,13 +36,22 @@ func Unknown(ctx context.Context, err error) error {
 }
 
 // WithContext wraps err with the context's error and cause when the
-// context has ended and err does not say so already.
+// context has ended and err does not say so already: a driver that
+// answers a statement cut off by the context's end with the context's
+// own error (pgx does) loses its cause, a session's end say, which the
+// caller needs to tell why.
 func WithContext(ctx context.Context, err error) error {
 	ctxErr := ctx.Err()
-	if ctxErr == nil || errors.Is(err, ctxErr) {
+	if ctxErr == nil {
 		return err
 	}
-	if cause := context.Cause(ctx); cause != ctxErr {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(err, ctxErr) && errors.Is(err, cause):
+		return err
+	case errors.Is(err, ctxErr):
+		return fmt.Errorf("%w (%w)", err, cause)
+	case !errors.Is(cause, ctxErr):
 		return fmt.Errorf("%w (%w): %w", ctxErr, cause, err)
 	}
 	return fmt.Errorf("%w: %w", ctxErr, err)

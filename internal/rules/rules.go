@@ -253,3 +253,20 @@ func LiveFor(row LeaseRow, found bool, held leases.Lease, now int64) (bool, erro
 	}
 	return row.LiveAt(now), nil
 }
+
+// NotLive says why held is not the live lease of row at tick now, as an
+// error matching leases.ErrNotLive and, beside it, leases.ErrNotHolder
+// (never leased, released, or another tenure's) or leases.ErrLeaseExpired.
+func NotLive(row LeaseRow, found bool, held leases.Lease, now int64) error {
+	switch {
+	case !found:
+		return fmt.Errorf("%w (%w): %q was never leased", leases.ErrNotLive, leases.ErrNotHolder, held.Resource)
+	case row.Epoch != held.Epoch || row.Holder != held.Holder:
+		return fmt.Errorf("%w (%w): %q is at epoch %d, not %q's epoch %d",
+			leases.ErrNotLive, leases.ErrNotHolder, held.Resource, row.Epoch, held.Holder, held.Epoch)
+	case !row.Held:
+		return fmt.Errorf("%w (%w): epoch %d of %q was released", leases.ErrNotLive, leases.ErrNotHolder, held.Epoch, held.Resource)
+	}
+	return fmt.Errorf("%w (%w): epoch %d of %q expired at tick %d, %d ms before the check",
+		leases.ErrNotLive, leases.ErrLeaseExpired, held.Epoch, held.Resource, row.ExpiresAt, now-row.ExpiresAt)
+}

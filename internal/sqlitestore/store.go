@@ -18,7 +18,7 @@ import (
 
 	"leases"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite"
 )
 
 // DefaultBusyTimeout is how long an operation waits for another process's
@@ -58,8 +58,15 @@ type Config struct {
 // authority's and the receivers' tables. It owns a single connection, so
 // every transaction starts and ends on the same connection.
 type Store struct {
-	db  *sql.DB
-	sql *prepared
+	db   *sql.DB
+	path string // as given to Open
+	dsn  string // path with the store's settings
+	// check is the lease a tenure's transaction must still hold when it
+	// commits, while one is open (see atCommit); vetoed is set by the
+	// commit it refused.
+	check  atomic.Pointer[commitCheck]
+	vetoed atomic.Pointer[commitCheck]
+	sql    *prepared
 	// files are the database file, its write-ahead log and its shared
 	// memory index as they were opened; nil in memory. See files.go.
 	files []openedFile
@@ -89,16 +96,20 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	options.Set("_txlock", "immediate")
 	options.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	options.Add("_pragma", "journal_mode(WAL)")
-	db, err := sql.Open("sqlite", path+"?"+options.Encode())
+	s := &Store{path: path, dsn: path + "?" + options.Encode(), watchInterval: cfg.WatchInterval}
+	connector, err := sqlite.NewConnector(s.dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	// Every connection the store opens checks a tenure's lease at each
+	// commit (see atCommit).
+	db := sql.OpenDB(hooked{Connector: connector, store: s})
+	s.db = db
 	// One connection per process: database/sql cannot then run a
 	// transaction's statements on two connections, the process holds at
 	// most one SQLite lock at a time, and an in-memory database (which
 	// is its connection) is never a second, empty one.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, watchInterval: cfg.WatchInterval}
 	if s.watchInterval <= 0 {
 		s.watchInterval = DefaultWatchInterval
 	}
@@ -141,7 +152,7 @@ func (s *Store) Guarded() *GuardedReceiver {
 func (s *Store) createTables(ctx context.Context) error {
 	// One transaction per table: even the schema never spans the
 	// authority's and a receiver's tables.
-	for _, ddl := range []string{authoritySchema, fencedSchema, unfencedSchema, guardedSchema} {
+	for _, ddl := range []string{authoritySchema, fencedSchema, unfencedSchema, guardedSchema, tenures.Schema()} {
 		if err := s.inTransaction(ctx, func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, ddl)
 			return err

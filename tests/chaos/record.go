@@ -6,7 +6,6 @@ import (
 
 	"leases"
 	"leases/fence"
-	"leases/postgres"
 	"leases/session"
 )
 
@@ -92,7 +91,7 @@ const (
 	resultNotHolder  = "not-holder"
 	resultExpired    = "expired"
 	resultSuperseded = "superseded"
-	resultNotLive    = "not-live" // postgres.ErrNotLive: the guard found the lease not live; no row
+	resultNotLive    = "not-live" // leases.ErrNotLive: the guard found the lease not live; no row
 	resultInvalid    = "invalid"
 	resultEnded      = "ended"      // the session ended (Check, or a transaction under its context)
 	resultCanceled   = "canceled"   // the caller's context ended
@@ -120,7 +119,7 @@ func resultOf(err error) string {
 		return resultUnknown
 	case errors.Is(err, fence.ErrSuperseded):
 		return resultSuperseded
-	case errors.Is(err, postgres.ErrNotLive):
+	case errors.Is(err, leases.ErrNotLive):
 		// Before the refusals it also matches (expired, not the holder).
 		return resultNotLive
 	case errors.Is(err, session.ErrEnded):

@@ -16,8 +16,10 @@ import (
 // only PostgreSQL: the leases in the same database as the business rows,
 // on the server's clock (store.Lessor(): no caller says what time it
 // is), sessions on that lessor, and every business transaction admitted
-// by ServerClock.LiveTenure's Tx, so that it commits only while the lease
-// is live on the server's clock and its epoch is the newest at the fence.
+// by the store's Tenure, so that it commits only while the lease is live
+// on the server's clock (checked again at the commit) and its epoch is the
+// newest at the fence (the store's fence table, leases_fence, which is
+// fence.DefaultTable).
 
 // runGuarded is run's loop for the guarded variant. The lessor has a
 // connection pool of its own, without the COMMIT announcements of db's
@@ -34,6 +36,11 @@ func (w *worker) runGuarded(ctx context.Context, db *sql.DB, fences *fence.Table
 		return err
 	}
 	w.live = store.Lessor()
+	// The tenures' transactions run on db, whose COMMITs the controller
+	// holds: a second handle on the same tables.
+	if w.tenures, err = postgres.New(db, postgres.Options{}); err != nil {
+		return err
+	}
 	lessor := &serverRecorder{lessor: w.live, w: w}
 	for ctx.Err() == nil {
 		if err := w.job(ctx, lessor, db, fences, w.cfg.Resources[w.rng.IntN(len(w.cfg.Resources))]); err != nil {
@@ -64,18 +71,18 @@ func (w *worker) txContext(ctx context.Context) context.Context {
 	return ctx
 }
 
-// tenure is what a worker's transactions run in: a fence.Tenure, or the
-// guarded variant's postgres.LiveTenure.
+// tenure is what a worker's transactions run in: a fence.Tenure, of the
+// fence alone or, in the guarded variant, of the store.
 type tenure interface {
 	Tx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error
 }
 
 // beginTenure begins the tenure of s's lease on resource: fence.Tenure
-// ("the newest tenure"), or in the guarded variant LiveTenure ("live on
+// ("the newest tenure"), or in the guarded variant the store's ("live on
 // the server's clock, and the newest tenure").
 func (w *worker) beginTenure(ctx context.Context, s *session.Session, db *sql.DB, fences *fence.Table, resource string) (tenure, error) {
 	if w.live == nil {
-		t, err := fences.Tenure(ctx, db, resource, s.Epoch())
+		t, err := fences.Tenure(ctx, db, s.Lease())
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +93,7 @@ func (w *worker) beginTenure(ctx context.Context, s *session.Session, db *sql.DB
 	if !w.announce(Record{Kind: "at", Point: "granted", Resource: resource, Epoch: s.Epoch()}) {
 		return nil, errStop
 	}
-	t, err := w.live.LiveTenure(ctx, db, fences, s.Lease())
+	t, err := w.tenures.Tenure(ctx, s.Lease())
 	if err != nil {
 		return nil, err
 	}

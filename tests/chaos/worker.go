@@ -136,6 +136,9 @@ type worker struct {
 	backend    atomic.Int64
 	// live is the lessor on the server's clock, in the guarded variant.
 	live *postgres.ServerClock
+	// tenures is the store whose tenures guard the guarded variant's
+	// transactions.
+	tenures *postgres.Store
 	// committingOp is the OpID of the transaction whose COMMIT is
 	// announced, for the controller to look for its row.
 	committingOp atomic.Pointer[string]
