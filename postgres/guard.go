@@ -117,8 +117,7 @@ func whyNotLive(row rules.LeaseRow, found bool, held leases.Lease, now int64) er
 	case !found:
 		return fmt.Errorf("%w (%w): %q was never leased", ErrNotLive, leases.ErrNotHolder, held.Resource)
 	case row.Epoch != held.Epoch || row.Holder != held.Holder:
-		return fmt.Errorf("%w (%w): %q is at epoch %d, not %q's epoch %d",
-			ErrNotLive, leases.ErrNotHolder, held.Resource, row.Epoch, held.Holder, held.Epoch)
+		return fmt.Errorf("%w (%w): %s", ErrNotLive, leases.ErrNotHolder, rules.Mismatch(row, held, now))
 	case !row.Held:
 		return fmt.Errorf("%w (%w): epoch %d of %q was released", ErrNotLive, leases.ErrNotHolder, held.Epoch, held.Resource)
 	}
