@@ -100,11 +100,11 @@ func (s *store) live(ctx context.Context, timeout time.Duration, resources []str
 // acquire grants a lease on one resource to --holder for --ttl.
 func (c *cli) acquire(name string, args []string) int {
 	f := c.newFlags(name, acquireUsage)
-	holder := f.String("holder", "", "the holder's name (required): give the same to renew and release")
-	ttl := f.Duration("ttl", 0, "how long the lease lives unless renewed (required), such as 30s")
+	holder := f.String("holder", "", "the holder's `name` (required): give the same to renew and release")
+	ttl := f.duration("ttl", 0, "30s", "how long the lease lives unless renewed (required), a `duration` such as 30s")
 	asJSON := f.Bool("json", false, "print the lease as JSON")
 	resource, ctx, s, code, done := c.prepare(f, name, args, true, func() error {
-		return firstErr(requireName("holder", *holder), requireDuration("ttl", *ttl))
+		return firstErr(requireName(f, "holder", *holder), requireDuration(f, "ttl"))
 	})
 	if done {
 		return code
@@ -129,12 +129,12 @@ func (c *cli) acquire(name string, args []string) int {
 // renew extends --holder's lease at --epoch to --ttl from now.
 func (c *cli) renew(name string, args []string) int {
 	f := c.newFlags(name, renewUsage)
-	holder := f.String("holder", "", "the holder's name (required)")
-	epoch := f.Int64("epoch", 0, "the lease's epoch (required), as acquire or holders printed it")
-	ttl := f.Duration("ttl", 0, "how long from now the lease lives (required), such as 30s")
+	holder := f.String("holder", "", "the holder's `name` (required)")
+	epoch := f.Int64("epoch", 0, "the lease's `epoch` (required), as acquire or holders printed it")
+	ttl := f.duration("ttl", 0, "30s", "how long from now the lease lives (required), a `duration` such as 30s")
 	asJSON := f.Bool("json", false, "print the lease as JSON")
 	resource, ctx, s, code, done := c.prepare(f, name, args, false, func() error {
-		return firstErr(requireName("holder", *holder), requireEpoch(*epoch), requireDuration("ttl", *ttl))
+		return firstErr(requireName(f, "holder", *holder), requireEpoch(f, *epoch), requireDuration(f, "ttl"))
 	})
 	if done {
 		return code
@@ -150,11 +150,11 @@ func (c *cli) renew(name string, args []string) int {
 // release ends --holder's lease at --epoch, if it is still the live one.
 func (c *cli) release(name string, args []string) int {
 	f := c.newFlags(name, releaseUsage)
-	holder := f.String("holder", "", "the holder's name (required), as holders printed it")
-	epoch := f.Int64("epoch", 0, "the lease's epoch (required), as holders printed it")
+	holder := f.String("holder", "", "the holder's `name` (required), as holders printed it")
+	epoch := f.Int64("epoch", 0, "the lease's `epoch` (required), as holders printed it")
 	asJSON := f.Bool("json", false, "print what was released as JSON")
 	resource, ctx, s, code, done := c.prepare(f, name, args, false, func() error {
-		return firstErr(requireName("holder", *holder), requireEpoch(*epoch))
+		return firstErr(requireName(f, "holder", *holder), requireEpoch(f, *epoch))
 	})
 	if done {
 		return code
@@ -191,16 +191,30 @@ func (c *cli) prepare(f *flags, name string, args []string, create bool, check f
 	return resource, ctx, s, 0, false
 }
 
-func requireName(flag, value string) error {
-	if value == "" {
+// requireName refuses a name flag that is missing or empty; the store
+// checks the rest (leases.ErrInvalidInput).
+func requireName(f *flags, flag, value string) error {
+	if !f.given(flag) {
 		return usagef("--%s is required", flag)
+	}
+	return nonEmpty(flag, value)
+}
+
+// nonEmpty refuses a name flag given as "".
+func nonEmpty(flag, value string) error {
+	if value == "" {
+		return usagef("--%s \"\" is empty: want a name", flag)
 	}
 	return nil
 }
 
-func requireEpoch(epoch int64) error {
-	if epoch < 1 {
+// requireEpoch refuses an --epoch that is missing or below 1.
+func requireEpoch(f *flags, epoch int64) error {
+	switch {
+	case !f.given("epoch"):
 		return usagef("--epoch is required: the lease's epoch, 1 or more, as holders prints it")
+	case epoch < 1:
+		return usagef("--epoch %d: want the lease's epoch, 1 or more, as holders prints it", epoch)
 	}
 	return nil
 }

@@ -103,16 +103,13 @@ func defineStoreFlags(fs *flag.FlagSet) *storeFlags {
 			prefixes = append(prefixes, fmt.Sprintf("with --%s, %s", b.name, b.prefix))
 		}
 	}
-	fs.StringVar(&f.prefix, "prefix", "", strings.Join(prefixes, "; "))
-	fs.DurationVar(&f.timeout, "timeout", DefaultTimeout, "the bound on each call to the store (and on each wait for its lock or a connection)")
+	fs.StringVar(&f.prefix, "prefix", "", "the `prefix`: "+strings.Join(prefixes, "; "))
+	durationVar(fs, &f.timeout, "timeout", DefaultTimeout, "10s", "the bound on each call to the store (and on each wait for its lock or a connection), a `duration`")
 	return f
 }
 
 // open opens the store the flags, or else LEASES_STORE, name.
 func (f *storeFlags) open(ctx context.Context, getenv func(string) string, create bool) (*store, error) {
-	if f.timeout <= 0 {
-		return nil, usagef("--timeout %v: want a positive duration such as 10s", f.timeout)
-	}
 	set := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	var chosen []*backend
