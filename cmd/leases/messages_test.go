@@ -46,6 +46,7 @@ func TestMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	unopenable := []string{"unable to open database file", "(14)"}
 	acquire := func(args ...string) []string {
 		return append([]string{"acquire", "r", store, "--holder", "h"}, args...)
 	}
@@ -94,6 +95,14 @@ func TestMessages(t *testing.T) {
 		{name: "a directory for the SQLite file", args: []string{"holders", "--sqlite", aDir}, code: exitUsage,
 			want: regexp.QuoteMeta(aDir+" is not a regular file ("+info.Mode().String()+")") + `$`,
 			old:  []string{"(d---------)"}},
+		{name: "a SQLite file in no directory", args: []string{"acquire", "r", "--sqlite", filepath.Join(dir, "missing", "l.db"), "--holder", "h", "--ttl", "1s"},
+			code: exitUsage, want: `^leases: acquire: open \S+l\.db: no such directory \S+missing$`, old: unopenable},
+		{name: "a SQLite file where a file is the directory", args: []string{"acquire", "r", "--sqlite", filepath.Join(db, "l.db"), "--holder", "h", "--ttl", "1s"},
+			code: exitUsage, want: `is not a directory \(-rw`, old: unopenable},
+		{name: "a SQLite file in a directory this process may not write", run: deniedDirectory,
+			args: []string{"acquire", "r", "--holder", "h", "--ttl", "1s"},
+			code: exitUsage, want: `^leases: acquire: open \S+: permission denied: this process may not create a file in \S+$`, old: unopenable},
+
 		{name: "a margin below the tick", args: []string{"run", "r", store, "--margin", "1ns", "--", "true"}, code: exitUsage,
 			want: `^leases: run: --margin 1ns is below a millisecond, the stores' tick: want 1ms or more, such as 5s$`},
 		{name: "a margin of zero", args: []string{"run", "r", store, "--margin", "0s", "--", "true"}, code: exitUsage,
@@ -122,4 +131,21 @@ func TestMessages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deniedDirectory runs the command with --sqlite naming a file in a
+// directory this process may not write: made so with chmod, or, where
+// that binds no one (root, Windows), on Linux by strace, whose injected
+// EACCES is what the creation of the file then meets.
+func deniedDirectory(t *testing.T, args []string) result {
+	dir := filepath.Join(t.TempDir(), "locked")
+	if err := os.Mkdir(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "leases.db")
+	args = append(args, "--sqlite", path)
+	if os.Getuid() > 0 {
+		return invoke(t, nil, args...)
+	}
+	return withoutPermission(t, path, args)
 }
