@@ -79,7 +79,7 @@ func (s *store) live(ctx context.Context, timeout time.Duration, resources []str
 		ctx, cancel := boundCall(ctx, timeout)
 		defer cancel()
 		live, now, err = lister.Live(ctx, resources...)
-		return live, now, true, explained(ctx, err)
+		return live, now, true, explained(ctx, err, s.unanswered)
 	}
 	if len(resources) == 0 {
 		return nil, 0, false, usagef("the %s store cannot list its leases: name the resources", s.backend.name)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,6 +48,7 @@ func TestMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	unopenable := []string{"unable to open database file", "(14)"}
+	dead := deadPort(t)
 	acquire := func(args ...string) []string {
 		return append([]string{"acquire", "r", store, "--holder", "h"}, args...)
 	}
@@ -107,6 +109,18 @@ func TestMessages(t *testing.T) {
 			want: `^leases: run: --margin 1ns is below a millisecond, the stores' tick: want 1ms or more, such as 5s$`},
 		{name: "a margin of zero", args: []string{"run", "r", store, "--margin", "0s", "--", "true"}, code: exitUsage,
 			want: `--margin 0s is zero: want a duration of 1ms or more, such as 5s$`},
+
+		{name: "an etcd endpoint that is no URL", args: []string{"holders", "--etcd", "not a url"}, code: exitUsage,
+			want: `^leases: holders: etcd endpoint "not a url" is not host:port \(.*\); want host:port or http://host:port$`,
+			old:  []string{"Options.CallTimeout"}},
+		{name: "an https etcd endpoint", args: []string{"holders", "--etcd", "https://127.0.0.1:2379"}, code: exitUsage,
+			want: `etcd endpoint "https://127.0.0.1:2379": https, but TLS is not wired into leases`,
+			old:  []string{"Options.CallTimeout"}},
+		{name: "an etcd endpoint of another scheme", args: []string{"holders", "--etcd", "127.0.0.1:2379,unix:///run/etcd.sock"}, code: exitUsage,
+			want: `etcd endpoint "unix:///run/etcd.sock": scheme "unix"; want host:port or http://host:port$`},
+		{name: "an etcd endpoint nothing listens on", args: []string{"holders", "--etcd", "http://" + dead, "--timeout", "1500ms"}, code: exitFailed,
+			want: `\(--timeout 1.5s passed; etcd at http://` + regexp.QuoteMeta(dead) + `: dial tcp ` + regexp.QuoteMeta(dead) + `: .*refused\)$`,
+			old:  []string{"Options.CallTimeout"}, atLeast: 1500 * time.Millisecond},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,4 +162,19 @@ func deniedDirectory(t *testing.T, args []string) result {
 		return invoke(t, nil, args...)
 	}
 	return withoutPermission(t, path, args)
+}
+
+// deadPort is a loopback address nothing listens on: a port that was
+// bound, and is no longer.
+func deadPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }

@@ -75,6 +75,9 @@ type store struct {
 	// leases.Watcher where raw is one.
 	lessor leases.Lessor
 	close  func() error
+	// unanswered, when not nil, says why a call that --timeout cut may
+	// have had no answer (etcd: what each endpoint does), for its error.
+	unanswered func() string
 }
 
 var backends []*backend
@@ -150,10 +153,10 @@ func (f *storeFlags) open(ctx context.Context, getenv func(string) string, creat
 	defer cancel()
 	s, err := b.open(ctx, where, openOptions{timeout: f.timeout, create: create, prefix: f.prefix})
 	if err != nil {
-		return nil, explained(ctx, err)
+		return nil, explained(ctx, err, nil)
 	}
 	s.backend = b
-	s.lessor = bounded(s.raw, f.timeout)
+	s.lessor = bounded(s.raw, f.timeout, s.unanswered)
 	return s, nil
 }
 
@@ -214,19 +217,24 @@ type timeoutError struct{ timeout time.Duration }
 func (e *timeoutError) Error() string { return fmt.Sprintf("--timeout %v passed", e.timeout) }
 
 // explained is err, from a call under ctx, saying that --timeout cut it
-// off when it did and err does not say so already.
-func explained(ctx context.Context, err error) error {
+// off when it did and err does not say so already, and then what
+// unanswered says, if it is not nil.
+func explained(ctx context.Context, err error, unanswered func() string) error {
 	var cut *timeoutError
 	if err == nil || !errors.As(context.Cause(ctx), &cut) || errors.As(err, &cut) {
 		return err
 	}
+	if unanswered != nil {
+		return fmt.Errorf("%w (%w; %s)", err, cut, unanswered())
+	}
 	return fmt.Errorf("%w (%w)", err, cut)
 }
 
-// bounded is l with every call bounded by timeout; a Watcher's Changed,
-// which lasts as long as its caller waits, is passed on unbounded.
-func bounded(l leases.Lessor, timeout time.Duration) leases.Lessor {
-	b := boundedLessor{lessor: l, timeout: timeout}
+// bounded is l with every call bounded by timeout, and unanswered's words
+// in the error of a call it cut; a Watcher's Changed, which lasts as long
+// as its caller waits, is passed on unbounded.
+func bounded(l leases.Lessor, timeout time.Duration, unanswered func() string) leases.Lessor {
+	b := boundedLessor{lessor: l, timeout: timeout, unanswered: unanswered}
 	if w, ok := l.(leases.Watcher); ok {
 		return boundedWatcher{b, w}
 	}
@@ -234,8 +242,9 @@ func bounded(l leases.Lessor, timeout time.Duration) leases.Lessor {
 }
 
 type boundedLessor struct {
-	lessor  leases.Lessor
-	timeout time.Duration
+	lessor     leases.Lessor
+	timeout    time.Duration
+	unanswered func() string
 }
 
 type boundedWatcher struct {
@@ -247,27 +256,27 @@ func (b boundedLessor) Acquire(ctx context.Context, resource, holder string, ttl
 	ctx, cancel := boundCall(ctx, b.timeout)
 	defer cancel()
 	lease, err := b.lessor.Acquire(ctx, resource, holder, ttl)
-	return lease, explained(ctx, err)
+	return lease, explained(ctx, err, b.unanswered)
 }
 
 func (b boundedLessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
 	ctx, cancel := boundCall(ctx, b.timeout)
 	defer cancel()
 	lease, err := b.lessor.Renew(ctx, held, ttl)
-	return lease, explained(ctx, err)
+	return lease, explained(ctx, err, b.unanswered)
 }
 
 func (b boundedLessor) Release(ctx context.Context, held leases.Lease) error {
 	ctx, cancel := boundCall(ctx, b.timeout)
 	defer cancel()
-	return explained(ctx, b.lessor.Release(ctx, held))
+	return explained(ctx, b.lessor.Release(ctx, held), b.unanswered)
 }
 
 func (b boundedLessor) Holder(ctx context.Context, resource string) (leases.Lease, bool, error) {
 	ctx, cancel := boundCall(ctx, b.timeout)
 	defer cancel()
 	lease, ok, err := b.lessor.Holder(ctx, resource)
-	return lease, ok, explained(ctx, err)
+	return lease, ok, explained(ctx, err, b.unanswered)
 }
 
 // usageError is bad usage or bad input, found before anything was done:
