@@ -31,7 +31,9 @@ func init() {
 		local:  true,
 		bound:  true,
 		prefix: "the key prefix of the leases (default " + etcd.DefaultPrefix + ")",
-		open:   openEtcd,
+		ttls: "etcd's leases are whole seconds, and never shorter than its minimum (one and a half election timeouts: " +
+			"2s with etcd's default 1s); a renewal gives the TTL of the grant",
+		open: openEtcd,
 	})
 }
 

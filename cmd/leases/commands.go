@@ -123,7 +123,25 @@ func (c *cli) acquire(name string, args []string) int {
 	case err != nil:
 		return c.fail(name, err)
 	}
+	c.warnTTL(name, s, *ttl, lease.ExpiresAt-lease.GrantedAt)
 	return c.printLease(name, s, "acquired", lease, lease.GrantedAt, true, *asJSON)
+}
+
+// warnTTL says, on stderr, when the store gave a lease another TTL than
+// --ttl asked for, lives ms (etcd: whole seconds, and at least its
+// minimum, which etcd alone knows): how long it lives, and why. The
+// command goes on: the lease lives longer than asked (a renewal on etcd
+// may give less, the TTL of its grant), and a run's session counts the
+// TTL asked for, so that CMD is stopped before the session's own belief
+// ends.
+func (c *cli) warnTTL(name string, s *store, asked time.Duration, lives int64) {
+	if s.backend.ttls == "" {
+		return
+	}
+	got := time.Duration((lives+999)/1000) * time.Second // etcd's whole seconds
+	if got != asked {
+		fmt.Fprintf(c.stderr, "leases: %s: warning: the lease lives %v, not --ttl %v: %s\n", name, got, asked, s.backend.ttls)
+	}
 }
 
 // renew extends --holder's lease at --epoch to --ttl from now.
@@ -144,6 +162,7 @@ func (c *cli) renew(name string, args []string) int {
 	if err != nil {
 		return c.fail(name, err)
 	}
+	c.warnTTL(name, s, *ttl, lease.ExpiresAt-time.Now().UnixMilli())
 	return c.printLease(name, s, "renewed", lease, time.Now().UnixMilli(), s.backend.local, *asJSON)
 }
 

@@ -6,8 +6,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"leases/internal/testctx"
+	"leases/tests/etcdcluster"
 )
 
 // message is one thing the command used to say wrong (issue 23), as it
@@ -121,6 +125,8 @@ func TestMessages(t *testing.T) {
 		{name: "an etcd endpoint nothing listens on", args: []string{"holders", "--etcd", "http://" + dead, "--timeout", "1500ms"}, code: exitFailed,
 			want: `\(--timeout 1.5s passed; etcd at http://` + regexp.QuoteMeta(dead) + `: dial tcp ` + regexp.QuoteMeta(dead) + `: .*refused\)$`,
 			old:  []string{"Options.CallTimeout"}, atLeast: 1500 * time.Millisecond},
+		{name: "a TTL below etcd's minimum", run: onEtcd(t), args: []string{"acquire", "short", "--holder", "h", "--ttl", "500ms"}, code: exitOK,
+			want: `^leases: acquire: warning: the lease lives 1s, not --ttl 500ms: etcd's leases are whole seconds, and never shorter than its minimum`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,6 +150,34 @@ func TestMessages(t *testing.T) {
 				t.Fatalf("%q: ended after %v, before its --timeout %v", tc.args, took, tc.atLeast)
 			}
 		})
+	}
+}
+
+// onEtcd runs the command on a one-member etcd cluster, started for the
+// first row that needs it and stopped when t ends, under a prefix of the
+// row's own.
+func onEtcd(t *testing.T) func(t *testing.T, args []string) result {
+	var once sync.Once
+	var endpoints string
+	var startErr error
+	return func(row *testing.T, args []string) result {
+		once.Do(func() {
+			cluster, err := etcdcluster.Start(testctx.Context(t), etcdcluster.Options{Members: 1, Dir: t.TempDir()})
+			if err != nil {
+				startErr = err
+				return
+			}
+			t.Cleanup(func() {
+				if err := cluster.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+			endpoints = strings.Join(cluster.Endpoints(), ",")
+		})
+		if startErr != nil {
+			row.Fatal(startErr)
+		}
+		return invoke(row, nil, append(args, "--etcd", endpoints, "--prefix", "/test/"+row.Name()+"/")...)
 	}
 }
 

@@ -103,6 +103,7 @@ func (c *cli) run(name string, args []string) int {
 	}
 
 	lease := sess.Lease()
+	c.warnTTL(name, s, *ttl, lease.ExpiresAt-lease.GrantedAt)
 	cmd := exec.Command(path, command[1:]...)
 	cmd.Args[0] = command[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.stdout, c.stderr

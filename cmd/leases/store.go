@@ -47,6 +47,9 @@ type backend struct {
 	// prefix says what --prefix chooses in this store, with its default;
 	// empty for a store that takes no --prefix.
 	prefix string
+	// ttls says how the store may change a TTL asked for (etcd's whole
+	// seconds and minimum); empty where a lease gets the TTL asked for.
+	ttls string
 	// open opens the store.
 	open opener
 }
