@@ -109,8 +109,16 @@ func statusOf(err error) int {
 	return exitFailed
 }
 
+// oneLine is s on one line: each line break a " ; ". Spaces are kept as
+// they are, for the names an error quotes.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ; ")), " ")
+	var lines []string
+	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, " ; ")
 }
 
 // flags is one command's flag set, with the store's flags on it.

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"leases"
+	"leases/internal/rules"
 )
 
 // holders prints who holds what, and until when: the named resources, or
@@ -60,10 +62,10 @@ func (c *cli) holders(name string, args []string) int {
 	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "RESOURCE\tHOLDER\tEPOCH\tEXPIRES IN\tEXPIRES AT")
 	for _, l := range live {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", l.Resource, l.Holder, l.Epoch, s.left(l, now, known), stamp(l.ExpiresAt, time.Local))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", shown(l.Resource), shown(l.Holder), l.Epoch, s.left(l, now, known), stamp(l.ExpiresAt, time.Local))
 	}
 	for _, r := range free {
-		fmt.Fprintf(w, "%s\t-\t-\tfree\t-\n", r)
+		fmt.Fprintf(w, "%s\t-\t-\tfree\t-\n", shown(r))
 	}
 	_ = w.Flush()
 	fmt.Fprintf(c.stdout, "times: %s\n", s.backend.note)
@@ -185,7 +187,7 @@ func (c *cli) release(name string, args []string) int {
 	if *asJSON {
 		return c.printJSON(name, releasedJSON{Resource: resource, Holder: *holder, Epoch: *epoch, Released: true})
 	}
-	fmt.Fprintf(c.stdout, "released %s (%s, epoch %d)\n", resource, *holder, *epoch)
+	fmt.Fprintf(c.stdout, "released %s (%s, epoch %d)\n", shown(resource), shown(*holder), *epoch)
 	return exitOK
 }
 
@@ -251,8 +253,20 @@ func (c *cli) printLease(name string, s *store, verb string, l leases.Lease, now
 		left = " in " + s.left(l, now, true)
 	}
 	fmt.Fprintf(c.stdout, "%s %s for %s: epoch %d, expires%s at %s (%s)\n",
-		verb, l.Resource, l.Holder, l.Epoch, left, stamp(l.ExpiresAt, time.Local), s.backend.clock)
+		verb, shown(l.Resource), shown(l.Holder), l.Epoch, left, stamp(l.ExpiresAt, time.Local), s.backend.clock)
 	return exitOK
+}
+
+// shown is a name as a line of text shows it: as it is, or quoted, with
+// its escapes, where it would not print as itself (a control character,
+// a tab or a newline, which would break the line or the table's columns,
+// or spaces at an end). The library refuses such names now; a store may
+// still hold some from before.
+func shown(name string) string {
+	if rules.CheckName("name", name) != nil || strings.TrimSpace(name) != name {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 func (c *cli) printJSON(name string, v any) int {

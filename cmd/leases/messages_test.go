@@ -93,6 +93,9 @@ func TestMessages(t *testing.T) {
 			old:  []string{"--holder is required"}},
 		{name: "a holder's name with a newline", args: []string{"acquire", "r", store, "--holder", "worker\nb", "--ttl", "1s"}, code: exitUsage,
 			want: `invalid input: holder "worker\\nb" has the control character U\+000A at byte 6$`},
+		{name: "a name of spaces", args: []string{"acquire", "   ", store, "--holder", "h", "--ttl", "1s"}, code: exitUsage,
+			want: `invalid input: resource "   " is only white space$`},
+
 		{name: "a renewal by another holder at the lease's epoch",
 			args: []string{"renew", "held", store, "--holder", "worker-b", "--epoch", "1", "--ttl", "1s"}, code: exitRefused,
 			want: `not the lease holder: "held" is held by "worker-a" at epoch 1, not by "worker-b" at epoch 1$`,
@@ -153,6 +156,21 @@ func TestMessages(t *testing.T) {
 	}
 }
 
+// deadPort is a loopback address nothing listens on: a port that was
+// bound, and is no longer.
+func deadPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
 // onEtcd runs the command on a one-member etcd cluster, started for the
 // first row that needs it and stopped when t ends, under a prefix of the
 // row's own.
@@ -196,19 +214,4 @@ func deniedDirectory(t *testing.T, args []string) result {
 		return invoke(t, nil, args...)
 	}
 	return withoutPermission(t, path, args)
-}
-
-// deadPort is a loopback address nothing listens on: a port that was
-// bound, and is no longer.
-func deadPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
