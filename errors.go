@@ -8,7 +8,11 @@ import (
 // Limits on what an authority or a receiver stores, so that hostile input
 // is refused with ErrInvalidInput instead of bloating or confusing a store.
 const (
-	// MaxNameBytes bounds resource and holder names.
+	// MaxNameBytes bounds resource and holder names. A name is valid
+	// UTF-8 of 1 to MaxNameBytes bytes, not only white space, with no
+	// control character (tab, newline, NUL, DEL, C1) and no line or
+	// paragraph separator; every backend refuses others, at every entry
+	// point, with ErrInvalidInput.
 	MaxNameBytes = 256
 	// MaxValueBytes bounds a receiver value.
 	MaxValueBytes = 64 << 10

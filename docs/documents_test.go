@@ -2,9 +2,15 @@ package docs_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -111,4 +117,103 @@ func TestLayoutNamesEveryPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// codeMarker finds the code blocks of a document, as the run draws them:
+// `<!-- generated: code PATH NAME -->`.
+var codeMarker = regexp.MustCompile(`(?m)^<!-- generated: code (\S+) (\S+) -->$`)
+
+// Every code block shows its imports, in its doc comment (the block is
+// the declaration alone): an import block listing exactly the packages
+// the declaration names, as its file imports them, so that a reader can
+// copy both.
+func TestCodeBlocksShowTheirImports(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := 0
+	for _, doc := range append([]string{filepath.Join(root, "README.md")}, paths...) {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range codeMarker.FindAllStringSubmatch(string(text), -1) {
+			blocks++
+			shown, used, err := imports(filepath.Join(root, filepath.FromSlash(m[1])), m[2])
+			if err != nil {
+				t.Fatalf("%s: %s %s: %v", doc, m[1], m[2], err)
+			}
+			if !slices.Equal(shown, used) {
+				t.Errorf("%s: %s of %s shows the imports %q; it uses %q", doc, m[2], m[1], shown, used)
+			}
+		}
+	}
+	if blocks == 0 {
+		t.Fatal("no code block found: the marker changed?")
+	}
+}
+
+// imports are the imports the doc comment of the function name in the Go
+// file at path shows, and those its body uses (each as its file imports
+// it, with its name where it has one), both sorted.
+func imports(path, name string) (shown, used []string, err error) {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+	if err != nil {
+		return nil, nil, err
+	}
+	var fn *ast.FuncDecl
+	for _, d := range file.Decls {
+		if f, ok := d.(*ast.FuncDecl); ok && f.Recv == nil && f.Name.Name == name {
+			fn = f
+		}
+	}
+	if fn == nil || fn.Doc == nil {
+		return nil, nil, fmt.Errorf("no function %s with a doc comment", name)
+	}
+	_, block, ok := strings.Cut(fn.Doc.Text(), "\timport (\n")
+	if !ok {
+		return nil, nil, fmt.Errorf("the doc comment of %s shows no import block", name)
+	}
+	block, _, _ = strings.Cut(block, "\t)")
+	for _, line := range strings.Split(block, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			shown = append(shown, line)
+		}
+	}
+	byName := map[string]string{}
+	for _, spec := range file.Imports {
+		p, err := strconv.Unquote(spec.Path.Value)
+		if err != nil {
+			return nil, nil, err
+		}
+		if spec.Name != nil {
+			byName[spec.Name.Name] = spec.Name.Name + " " + spec.Path.Value
+			continue
+		}
+		byName[packageName(p)] = spec.Path.Value
+	}
+	ast.Inspect(fn, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok && byName[id.Name] != "" && !slices.Contains(used, byName[id.Name]) {
+				used = append(used, byName[id.Name])
+			}
+		}
+		return true
+	})
+	slices.Sort(shown)
+	slices.Sort(used)
+	return shown, used, nil
+}
+
+// packageName is the name a package of import path p has by convention:
+// its last element, or the one before a major version (pgx/v5: pgx).
+func packageName(p string) string {
+	parts := strings.Split(p, "/")
+	last := parts[len(parts)-1]
+	if len(parts) > 1 && regexp.MustCompile(`^v[0-9]+$`).MatchString(last) {
+		return parts[len(parts)-2]
+	}
+	return last
 }

@@ -15,6 +15,17 @@ import (
 // openStore opens the leases kept in an etcd cluster: the client is
 // etcd's own, built with its config (endpoints, dial timeout, TLS), and
 // closed by the caller after the store's last call.
+//
+// Its imports:
+//
+//	import (
+//		"crypto/tls"
+//		"time"
+//
+//		clientv3 "go.etcd.io/etcd/client/v3"
+//
+//		"leases/etcd"
+//	)
 func openStore(endpoints []string, tlsConfig *tls.Config) (*etcd.Store, *clientv3.Client, error) {
 	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, TLS: tlsConfig})
 	if err != nil {

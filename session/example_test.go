@@ -22,6 +22,18 @@ import (
 // the job's rows in transactions that the fence admits only while this
 // holder's epoch is the newest, under a context that ends when the lease
 // may be lost. Every error is returned: none is dropped.
+//
+// Its imports:
+//
+//	import (
+//		"context"
+//		"database/sql"
+//		"time"
+//
+//		"leases"
+//		"leases/fence"
+//		"leases/session"
+//	)
 func work(ctx context.Context, lessor leases.Lessor, db *sql.DB, fences *fence.Table, job, worker string) error {
 	return session.Do(ctx, lessor, job, worker, session.Options{TTL: 10 * time.Second},
 		func(ctx context.Context, s *session.Session) error {
@@ -47,6 +59,19 @@ func work(ctx context.Context, lessor leases.Lessor, db *sql.DB, fences *fence.T
 // open opens what work needs: the lessor (here a SQLite file that every
 // worker on this machine shares, leases timed by the machine's clock) and
 // the service's own database with the fence table in it.
+//
+// Its imports:
+//
+//	import (
+//		"context"
+//		"database/sql"
+//		"errors"
+//		"path/filepath"
+//
+//		"leases"
+//		"leases/fence"
+//		"leases/sqlite"
+//	)
 func open(ctx context.Context, dir string) (leases.Lessor, *sql.DB, *fence.Table, func(), error) {
 	store, err := sqlite.Open(ctx, filepath.Join(dir, "leases.db")) // or etcd.New(client, etcd.Options{})
 	if err != nil {

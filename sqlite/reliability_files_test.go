@@ -6,7 +6,10 @@ package sqlite_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -121,4 +124,66 @@ func listDir(t *testing.T, dir string) string {
 		names = append(names, e.Name())
 	}
 	return strings.Join(names, ",")
+}
+
+// A file that cannot be made says why, in one line that matches the
+// operating system's error, and creates nothing: its directory missing,
+// a file where its directory should be, a directory where the file should
+// be (shown with its mode, not as d---------), a directory this process
+// may not write. Not SQLite's "unable to open database file (14)".
+func TestOpenSaysWhyTheFileCannotBeMade(t *testing.T) {
+	dir := t.TempDir()
+	notADir := filepath.Join(dir, "plain")
+	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aDir := filepath.Join(dir, "a-directory")
+	if err := os.Mkdir(aDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mode := func(path string) string {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Mode().String()
+	}
+	cases := []struct {
+		name, path string
+		is         error
+		says       string
+	}{
+		{"no such directory", filepath.Join(dir, "missing", "leases.db"), fs.ErrNotExist,
+			"open " + filepath.Join(dir, "missing", "leases.db") + ": no such directory " + filepath.Join(dir, "missing")},
+		{"a file for a directory", filepath.Join(notADir, "leases.db"), leases.ErrInvalidInput,
+			notADir + " is not a directory (" + mode(notADir) + ")"},
+		{"a directory for the file", aDir, leases.ErrInvalidInput, aDir + " is not a regular file (" + mode(aDir) + ")"},
+	}
+	if runtime.GOOS != "windows" && os.Getuid() != 0 {
+		locked := filepath.Join(dir, "locked")
+		if err := os.Mkdir(locked, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, struct {
+			name, path string
+			is         error
+			says       string
+		}{"a directory it may not write", filepath.Join(locked, "leases.db"), fs.ErrPermission,
+			"permission denied: this process may not create a file in " + locked})
+	} else {
+		t.Log("no unwritable directory as root or on Windows: cmd/leases's TestMessages makes one with strace")
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := listDir(t, dir)
+			_, err := sqlite.Open(context.Background(), tc.path)
+			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "\n") ||
+				strings.Contains(err.Error(), "unable to open database file") {
+				t.Fatalf("open %s: %v; want one line matching %v and saying %q", tc.path, err, tc.is, tc.says)
+			}
+			if after := listDir(t, dir); after != before {
+				t.Fatalf("the failed open created files: %s became %s", before, after)
+			}
+		})
+	}
 }

@@ -5,13 +5,17 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"leases"
+	"leases/fence"
 	"leases/internal/contract"
 	"leases/internal/sqlitetest"
+	"leases/internal/testctx"
 )
 
 // Every invalid argument is refused with ErrInvalidInput, in one short
@@ -68,7 +72,7 @@ func TestHostileButValidInputIsStoredVerbatim(t *testing.T) {
 		`r'); DROP TABLE authority_leases; --`,
 		`' OR '1'='1`,
 		"Ünïcödé 資源 🚀",
-		"line\nbreak\ttab",
+		" spaced  out ",
 		strings.Repeat("n", leases.MaxNameBytes),
 	} {
 		lease, err := auth.Acquire(ctx, name, name, 0, 5)
@@ -92,6 +96,49 @@ func TestHostileButValidInputIsStoredVerbatim(t *testing.T) {
 	if check, err := store.IntegrityCheck(ctx); err != nil || check != "ok" {
 		t.Fatalf("integrity_check: %q, %v", check, err)
 	}
+}
+
+// The one rule for names holds at the Lessor, its listing and its watch,
+// and at the guard in the user's transaction: each bad name is refused
+// with ErrInvalidInput and no row of the file changes.
+func TestBadNamesAreRefusedAndChangeNothing(t *testing.T) {
+	ctx := testctx.Context(t)
+	path := sqlitetest.Path(t)
+	store := sqlitetest.Open(t, path)
+	state := func(t *testing.T) string { return sqlitetest.Dump(t, path) }
+	t.Run("lessor", func(t *testing.T) { contract.LessorRefusesBadNames(t, store.Lessor(), state) })
+
+	fences, err := fence.New(fence.SQLite, fence.DefaultTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Tx(ctx, func(tx *sql.Tx) error { return fences.Create(ctx, tx) }); err != nil {
+		t.Fatal(err)
+	}
+	held, err := store.Lessor().Acquire(ctx, "guarded", "G", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []contract.BadCall
+	for _, name := range contract.BadNames {
+		for _, change := range []struct {
+			what string
+			set  func(l *leases.Lease)
+		}{
+			{"resource", func(l *leases.Lease) { l.Resource = name.Name }},
+			{"holder", func(l *leases.Lease) { l.Holder = name.Name }},
+		} {
+			lease := held
+			change.set(&lease)
+			calls = append(calls, bad("guard: "+change.what+": "+name.Why, func() error {
+				return store.Tx(ctx, func(tx *sql.Tx) error {
+					_, err := store.Guard(ctx, tx, lease, fences)
+					return err
+				})
+			}))
+		}
+	}
+	contract.RefuseEach(t, contract.Backend{State: state}, calls, 300)
 }
 
 // bad names a call that must be refused as invalid input.

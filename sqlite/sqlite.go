@@ -18,6 +18,7 @@ import (
 	"leases"
 	"leases/clock"
 	"leases/fence"
+	"leases/internal/rules"
 	"leases/internal/sqlitestore"
 )
 
@@ -148,8 +149,12 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // epoch reached the fence. A transaction of the store holds the file's
 // write lock, so no grant can come between the check and the commit:
 // whatever the pause, nothing of an older holder commits after a newer
-// holder was granted.
+// holder was granted. A held lease whose names or epoch are not valid is
+// refused with [leases.ErrInvalidInput] before any statement runs.
 func (s *Store) Guard(ctx context.Context, tx *sql.Tx, held leases.Lease, fences *fence.Table) (leases.WriteResult, error) {
+	if err := rules.CheckHeld(held, 0); err != nil {
+		return leases.WriteResult{}, err
+	}
 	live, err := s.store.Authority().LiveIn(ctx, tx, held, s.store.Lessor(s.now).Tick())
 	if err != nil {
 		return leases.WriteResult{}, fmt.Errorf("guard %q at epoch %d: %w", held.Resource, held.Epoch, err)

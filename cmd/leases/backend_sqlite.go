@@ -30,7 +30,13 @@ func openSQLite(ctx context.Context, path string, o openOptions) (*store, error)
 		}
 	}
 	s, err := sqlite.Options{BusyTimeout: o.timeout}.Open(ctx, path)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		// A path this process cannot use (no such directory, not
+		// writable) is the operator's to change: trying again does
+		// nothing else, and nothing was done.
+		return nil, &usageError{msg: err.Error()}
+	case err != nil:
 		return nil, err
 	}
 	return &store{raw: s.Lessor(), close: s.Close}, nil

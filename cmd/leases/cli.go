@@ -109,8 +109,16 @@ func statusOf(err error) int {
 	return exitFailed
 }
 
+// oneLine is s on one line: each line break a " ; ". Spaces are kept as
+// they are, for the names an error quotes.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ; ")), " ")
+	var lines []string
+	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, " ; ")
 }
 
 // flags is one command's flag set, with the store's flags on it.
@@ -118,6 +126,16 @@ type flags struct {
 	*flag.FlagSet
 	store *storeFlags
 	usage string
+	// bad is the error of the first flag whose value was bad (see check).
+	bad error
+}
+
+// duration defines a duration flag (see durationVar) and returns where
+// its value is kept.
+func (f *flags) duration(name string, def time.Duration, example, usage string) *time.Duration {
+	d := new(time.Duration)
+	durationVar(f.FlagSet, d, name, def, example, usage)
+	return d
 }
 
 func (c *cli) newFlags(name, usage string) *flags {
@@ -133,6 +151,7 @@ func (c *cli) newFlags(name, usage string) *flags {
 // that is itself "--" must be written --flag=--. done is true when the
 // command must return code at once: -h, or bad usage (already printed).
 func (c *cli) parse(f *flags, args []string) (arguments, afterDashes []string, dashdash bool, code int, done bool) {
+	f.check()
 	var words []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -156,15 +175,18 @@ func (c *cli) parse(f *flags, args []string) (arguments, afterDashes []string, d
 		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 			continue
 		}
-		if i+1 < len(args) {
-			i++
-			words = append(words, args[i])
+		if i+1 == len(args) || args[i+1] == "--" {
+			return nil, nil, false, c.fail(f.Name(), needsValue(fl)), true
 		}
+		i++
+		words = append(words, args[i])
 	}
 	switch err := f.Parse(words); {
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(c.stdout, f.help())
 		return nil, nil, false, exitOK, true
+	case f.bad != nil:
+		return nil, nil, false, c.fail(f.Name(), f.bad), true
 	case err != nil:
 		return nil, nil, false, c.fail(f.Name(), usagef("%v (leases %s -h)", err, f.Name())), true
 	}
@@ -177,6 +199,11 @@ func (f *flags) help() string {
 	b.WriteString(f.usage)
 	fmt.Fprintf(&b, "\nSTORE is %s; or, when no flag says, %s in the environment.\n", storeChoices(), envExamples())
 	b.WriteString("\nFlags:\n")
+	f.VisitAll(func(fl *flag.Flag) { // PrintDefaults knows the flag package's own values
+		if c, ok := fl.Value.(*checked); ok {
+			fl.Value = c.Value
+		}
+	})
 	f.SetOutput(&b)
 	f.PrintDefaults()
 	f.SetOutput(io.Discard)
@@ -198,14 +225,11 @@ func (c *cli) closeStore(command string, s *store) {
 	}
 }
 
-// requireDuration refuses a duration flag that is missing or below a
-// millisecond (the stores' tick).
-func requireDuration(name string, d time.Duration) error {
-	switch {
-	case d == 0:
-		return usagef("--%s is required (a duration such as 30s)", name)
-	case d < time.Millisecond:
-		return usagef("--%s %v is below a millisecond (did you mean %ds?)", name, d, int64(d))
+// requireDuration refuses a duration flag that the command line did not
+// give (a value it gave was checked as it was set: see durationFlag).
+func requireDuration(f *flags, name string) error {
+	if !f.given(name) {
+		return usagef("--%s is required: a duration such as 30s", name)
 	}
 	return nil
 }

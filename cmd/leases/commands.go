@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"leases"
+	"leases/internal/rules"
 )
 
 // holders prints who holds what, and until when: the named resources, or
@@ -60,10 +62,10 @@ func (c *cli) holders(name string, args []string) int {
 	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "RESOURCE\tHOLDER\tEPOCH\tEXPIRES IN\tEXPIRES AT")
 	for _, l := range live {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", l.Resource, l.Holder, l.Epoch, s.left(l, now, known), stamp(l.ExpiresAt, time.Local))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", shown(l.Resource), shown(l.Holder), l.Epoch, s.left(l, now, known), stamp(l.ExpiresAt, time.Local))
 	}
 	for _, r := range free {
-		fmt.Fprintf(w, "%s\t-\t-\tfree\t-\n", r)
+		fmt.Fprintf(w, "%s\t-\t-\tfree\t-\n", shown(r))
 	}
 	_ = w.Flush()
 	fmt.Fprintf(c.stdout, "times: %s\n", s.backend.note)
@@ -79,7 +81,7 @@ func (s *store) live(ctx context.Context, timeout time.Duration, resources []str
 		ctx, cancel := boundCall(ctx, timeout)
 		defer cancel()
 		live, now, err = lister.Live(ctx, resources...)
-		return live, now, true, explained(ctx, err)
+		return live, now, true, explained(ctx, err, s.unanswered)
 	}
 	if len(resources) == 0 {
 		return nil, 0, false, usagef("the %s store cannot list its leases: name the resources", s.backend.name)
@@ -100,11 +102,11 @@ func (s *store) live(ctx context.Context, timeout time.Duration, resources []str
 // acquire grants a lease on one resource to --holder for --ttl.
 func (c *cli) acquire(name string, args []string) int {
 	f := c.newFlags(name, acquireUsage)
-	holder := f.String("holder", "", "the holder's name (required): give the same to renew and release")
-	ttl := f.Duration("ttl", 0, "how long the lease lives unless renewed (required), such as 30s")
+	holder := f.String("holder", "", "the holder's `name` (required): give the same to renew and release")
+	ttl := f.duration("ttl", 0, "30s", "how long the lease lives unless renewed (required), a `duration` such as 30s")
 	asJSON := f.Bool("json", false, "print the lease as JSON")
 	resource, ctx, s, code, done := c.prepare(f, name, args, true, func() error {
-		return firstErr(requireName("holder", *holder), requireDuration("ttl", *ttl))
+		return firstErr(requireName(f, "holder", *holder), requireDuration(f, "ttl"))
 	})
 	if done {
 		return code
@@ -123,18 +125,36 @@ func (c *cli) acquire(name string, args []string) int {
 	case err != nil:
 		return c.fail(name, err)
 	}
+	c.warnTTL(name, s, *ttl, lease.ExpiresAt-lease.GrantedAt)
 	return c.printLease(name, s, "acquired", lease, lease.GrantedAt, true, *asJSON)
+}
+
+// warnTTL says, on stderr, when the store gave a lease another TTL than
+// --ttl asked for, lives ms (etcd: whole seconds, and at least its
+// minimum, which etcd alone knows): how long it lives, and why. The
+// command goes on: the lease lives longer than asked (a renewal on etcd
+// may give less, the TTL of its grant), and a run's session counts the
+// TTL asked for, so that CMD is stopped before the session's own belief
+// ends.
+func (c *cli) warnTTL(name string, s *store, asked time.Duration, lives int64) {
+	if s.backend.ttls == "" {
+		return
+	}
+	got := time.Duration((lives+999)/1000) * time.Second // etcd's whole seconds
+	if got != asked {
+		fmt.Fprintf(c.stderr, "leases: %s: warning: the lease lives %v, not --ttl %v: %s\n", name, got, asked, s.backend.ttls)
+	}
 }
 
 // renew extends --holder's lease at --epoch to --ttl from now.
 func (c *cli) renew(name string, args []string) int {
 	f := c.newFlags(name, renewUsage)
-	holder := f.String("holder", "", "the holder's name (required)")
-	epoch := f.Int64("epoch", 0, "the lease's epoch (required), as acquire or holders printed it")
-	ttl := f.Duration("ttl", 0, "how long from now the lease lives (required), such as 30s")
+	holder := f.String("holder", "", "the holder's `name` (required)")
+	epoch := f.Int64("epoch", 0, "the lease's `epoch` (required), as acquire or holders printed it")
+	ttl := f.duration("ttl", 0, "30s", "how long from now the lease lives (required), a `duration` such as 30s")
 	asJSON := f.Bool("json", false, "print the lease as JSON")
 	resource, ctx, s, code, done := c.prepare(f, name, args, false, func() error {
-		return firstErr(requireName("holder", *holder), requireEpoch(*epoch), requireDuration("ttl", *ttl))
+		return firstErr(requireName(f, "holder", *holder), requireEpoch(f, *epoch), requireDuration(f, "ttl"))
 	})
 	if done {
 		return code
@@ -144,17 +164,18 @@ func (c *cli) renew(name string, args []string) int {
 	if err != nil {
 		return c.fail(name, err)
 	}
+	c.warnTTL(name, s, *ttl, lease.ExpiresAt-time.Now().UnixMilli())
 	return c.printLease(name, s, "renewed", lease, time.Now().UnixMilli(), s.backend.local, *asJSON)
 }
 
 // release ends --holder's lease at --epoch, if it is still the live one.
 func (c *cli) release(name string, args []string) int {
 	f := c.newFlags(name, releaseUsage)
-	holder := f.String("holder", "", "the holder's name (required), as holders printed it")
-	epoch := f.Int64("epoch", 0, "the lease's epoch (required), as holders printed it")
+	holder := f.String("holder", "", "the holder's `name` (required), as holders printed it")
+	epoch := f.Int64("epoch", 0, "the lease's `epoch` (required), as holders printed it")
 	asJSON := f.Bool("json", false, "print what was released as JSON")
 	resource, ctx, s, code, done := c.prepare(f, name, args, false, func() error {
-		return firstErr(requireName("holder", *holder), requireEpoch(*epoch))
+		return firstErr(requireName(f, "holder", *holder), requireEpoch(f, *epoch))
 	})
 	if done {
 		return code
@@ -166,7 +187,7 @@ func (c *cli) release(name string, args []string) int {
 	if *asJSON {
 		return c.printJSON(name, releasedJSON{Resource: resource, Holder: *holder, Epoch: *epoch, Released: true})
 	}
-	fmt.Fprintf(c.stdout, "released %s (%s, epoch %d)\n", resource, *holder, *epoch)
+	fmt.Fprintf(c.stdout, "released %s (%s, epoch %d)\n", shown(resource), shown(*holder), *epoch)
 	return exitOK
 }
 
@@ -191,16 +212,30 @@ func (c *cli) prepare(f *flags, name string, args []string, create bool, check f
 	return resource, ctx, s, 0, false
 }
 
-func requireName(flag, value string) error {
-	if value == "" {
+// requireName refuses a name flag that is missing or empty; the store
+// checks the rest (leases.ErrInvalidInput).
+func requireName(f *flags, flag, value string) error {
+	if !f.given(flag) {
 		return usagef("--%s is required", flag)
+	}
+	return nonEmpty(flag, value)
+}
+
+// nonEmpty refuses a name flag given as "".
+func nonEmpty(flag, value string) error {
+	if value == "" {
+		return usagef("--%s \"\" is empty: want a name", flag)
 	}
 	return nil
 }
 
-func requireEpoch(epoch int64) error {
-	if epoch < 1 {
+// requireEpoch refuses an --epoch that is missing or below 1.
+func requireEpoch(f *flags, epoch int64) error {
+	switch {
+	case !f.given("epoch"):
 		return usagef("--epoch is required: the lease's epoch, 1 or more, as holders prints it")
+	case epoch < 1:
+		return usagef("--epoch %d: want the lease's epoch, 1 or more, as holders prints it", epoch)
 	}
 	return nil
 }
@@ -218,8 +253,20 @@ func (c *cli) printLease(name string, s *store, verb string, l leases.Lease, now
 		left = " in " + s.left(l, now, true)
 	}
 	fmt.Fprintf(c.stdout, "%s %s for %s: epoch %d, expires%s at %s (%s)\n",
-		verb, l.Resource, l.Holder, l.Epoch, left, stamp(l.ExpiresAt, time.Local), s.backend.clock)
+		verb, shown(l.Resource), shown(l.Holder), l.Epoch, left, stamp(l.ExpiresAt, time.Local), s.backend.clock)
 	return exitOK
+}
+
+// shown is a name as a line of text shows it: as it is, or quoted, with
+// its escapes, where it would not print as itself (a control character,
+// a tab or a newline, which would break the line or the table's columns,
+// or spaces at an end). The library refuses such names now; a store may
+// still hold some from before.
+func shown(name string) string {
+	if rules.CheckName("name", name) != nil || strings.TrimSpace(name) != name {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 func (c *cli) printJSON(name string, v any) int {

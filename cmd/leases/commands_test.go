@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"leases/clock"
+	"leases/internal/sqlitetest"
 	"leases/internal/testctx"
 	"leases/sqlite"
 )
 
 // Every exit status, for each command that can give it, on SQLite, with
 // its one-line message; and a refusal or bad input changes nothing.
+// (TestMessages has the messages of bad flag values and paths.)
 func TestExitStatuses(t *testing.T) {
 	db := sqliteFile(t)
 	store := "--sqlite=" + db
@@ -27,7 +29,6 @@ func TestExitStatuses(t *testing.T) {
 	if err := os.WriteFile(notADatabase, []byte(strings.Repeat("not a database. ", 512)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	missingDir := filepath.Join(t.TempDir(), "no-such-dir", "leases.db")
 
 	cases := []struct {
 		name string
@@ -50,8 +51,6 @@ func TestExitStatuses(t *testing.T) {
 		{"holders of a file that is not there", nil, []string{"holders", "--sqlite", db + ".typo"}, exitUsage, `no SQLite file at`},
 		{"acquire without a holder", nil, []string{"acquire", "r", store, "--ttl", "1s"}, exitUsage, `--holder is required`},
 		{"acquire without a ttl", nil, []string{"acquire", "r", store, "--holder", "h"}, exitUsage, `--ttl is required`},
-		{"acquire for a nanosecond", nil, []string{"acquire", "r", store, "--holder", "h", "--ttl", "5ns"}, exitUsage, `below a millisecond \(did you mean 5s\?\)`},
-		{"acquire with a bare number", nil, []string{"acquire", "r", store, "--holder", "h", "--ttl", "5"}, exitUsage, `invalid value "5" for flag -ttl`},
 		{"acquire of two resources", nil, []string{"acquire", "r", "s", store, "--holder", "h", "--ttl", "1s"}, exitUsage, `want one RESOURCE, got 2`},
 		{"acquire of an empty name", nil, []string{"acquire", "", store, "--holder", "h", "--ttl", "1s"}, exitUsage, `invalid input: resource is empty`},
 		{"acquire of an over-long name", nil, []string{"acquire", strings.Repeat("r", 257), store, "--holder", "h", "--ttl", "1s"}, exitUsage, `invalid input: resource is 257 bytes`},
@@ -69,7 +68,6 @@ func TestExitStatuses(t *testing.T) {
 		{"release of a lease never granted", nil, []string{"release", "never", store, "--holder", "bob", "--epoch", "1"}, exitRefused, `was never leased`},
 		{"run on a held lease without --wait", nil, []string{"run", "held", store, "--", "true"}, exitRefused, `"held" is held by "alice" at epoch 1 for another`},
 
-		{"a store that cannot be opened", nil, []string{"acquire", "r", "--sqlite", missingDir, "--holder", "h", "--ttl", "1s"}, exitFailed, `^leases: acquire: open .*no-such-dir`},
 		{"a file that is not a database", nil, []string{"holders", "--sqlite", notADatabase}, exitFailed, `file is not a database`},
 		{"etcd that does not answer", nil, []string{"holders", "--etcd", "127.0.0.1:1", "--timeout", "200ms"}, exitFailed, `--timeout 200ms passed`},
 	}
@@ -249,5 +247,34 @@ func TestHoldersOfAStoreThatCannotList(t *testing.T) {
 	}
 	if r := invoke(t, nil, "holders", store); r.code != exitUsage || !strings.Contains(r.stderr, "the unlisted store cannot list its leases: name the resources") {
 		t.Fatalf("holders of every lease: %v; want exit 2, saying so", r)
+	}
+}
+
+// A store may hold names from before the name rule, with a tab or a
+// newline (written here behind the library's back): holders shows each
+// lease on a line of its own, such a name quoted with its escapes, and
+// the columns stay columns.
+func TestHoldersShowsEachLeaseOnOneLine(t *testing.T) {
+	db := sqliteFile(t)
+	store := "--sqlite=" + db
+	for _, r := range []string{"plain", "tabbed"} {
+		if res := invoke(t, nil, "acquire", r, store, "--holder", "h", "--ttl", "1h"); res.code != exitOK {
+			t.Fatal(res)
+		}
+	}
+	direct := sqlitetest.OpenDirectly(t, db)
+	if _, err := direct.Exec(`UPDATE authority_leases SET resource = 'a' || char(9) || 'b', holder = 'x' || char(10) || 'y' WHERE resource = 'tabbed'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := invoke(t, nil, "holders", store)
+	want := `^RESOURCE +HOLDER +EPOCH +EXPIRES IN +EXPIRES AT\n` +
+		`"a\\tb" +"x\\ny" +1 +\S+ +\S+\n` +
+		`plain +h +1 +\S+ +\S+\n` +
+		`times: .*\n$`
+	if r.code != exitOK || !regexp.MustCompile(want).MatchString(r.stdout) {
+		t.Fatalf("holders: %v; want each lease on one line of five columns, the names quoted", r)
 	}
 }

@@ -26,10 +26,10 @@ const (
 // and stops CMD when the lease ends.
 func (c *cli) run(name string, args []string) int {
 	f := c.newFlags(name, runUsage)
-	holder := f.String("holder", defaultHolder(), "the holder's name")
-	ttl := f.Duration("ttl", session.DefaultTTL, "the lease's time-to-live, at the grant and at every renewal")
-	margin := f.Duration("margin", 0, "how long before the lease could expire the session ends and CMD is stopped (default TTL/5)")
-	grace := f.Duration("grace", 0, "how long after SIGTERM CMD gets SIGKILL; below --margin (default half the margin)")
+	holder := f.String("holder", defaultHolder(), "the holder's `name`")
+	ttl := f.duration("ttl", session.DefaultTTL, "30s", "the lease's time-to-live, a `duration`, at the grant and at every renewal")
+	margin := f.duration("margin", 0, "5s", "how long before the lease could expire the session ends and CMD is stopped, a `duration` (default TTL/5)")
+	grace := f.duration("grace", 0, "1s", "how long after SIGTERM CMD gets SIGKILL, a `duration` below --margin (default half the margin)")
 	wait := f.Bool("wait", false, "wait for the lease while another holds it, rather than exit 1")
 	verbose := f.Bool("verbose", false, "log the session's grants, renewals and release on stderr")
 	arguments, command, dashdash, code, done := c.parse(f, args)
@@ -41,7 +41,7 @@ func (c *cli) run(name string, args []string) int {
 		err = usagef("no CMD: give it after --, as in leases run %s -- CMD [ARG...]", resource)
 	}
 	if err == nil {
-		err = firstErr(requireName("holder", *holder), requireDuration("ttl", *ttl))
+		err = nonEmpty("holder", *holder) // it has a default
 	}
 	var g time.Duration
 	if err == nil {
@@ -103,6 +103,7 @@ func (c *cli) run(name string, args []string) int {
 	}
 
 	lease := sess.Lease()
+	c.warnTTL(name, s, *ttl, lease.ExpiresAt-lease.GrantedAt)
 	cmd := exec.Command(path, command[1:]...)
 	cmd.Args[0] = command[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.stdout, c.stderr
@@ -146,7 +147,7 @@ func (c *cli) acquireSession(ctx context.Context, name string, s *store, resourc
 	var held *leases.HeldError
 	if errors.As(err, &held) {
 		fmt.Fprintf(c.stderr, "leases: %s: %s is held by %s at epoch %d for %s more; waiting\n",
-			name, resource, held.Live.Holder, held.Live.Epoch, human(held.Live.ExpiresAt-held.At, s.backend.bound))
+			name, resource, shown(held.Live.Holder), held.Live.Epoch, human(held.Live.ExpiresAt-held.At, s.backend.bound))
 	} else {
 		fmt.Fprintf(c.stderr, "leases: %s: %s; waiting, and trying again\n", name, oneLine(err.Error()))
 	}
@@ -167,16 +168,13 @@ func (c *cli) renewalFailed(name string) func(session.Event) {
 // checkGrace checks --grace against the session's margin and returns it,
 // its default filled in: SIGKILL must come before the lease can expire.
 func checkGrace(ttl, margin, grace time.Duration) (time.Duration, error) {
+	// Each is 1ms or more where given (durationFlag), 0 where not.
 	if margin == 0 {
 		margin = ttl / 5 // the session's default
 	}
 	switch {
-	case margin < 0:
-		return 0, usagef("--margin %v is negative", margin)
 	case margin >= ttl:
 		return 0, usagef("--margin %v is not below --ttl %v", margin, ttl)
-	case grace < 0:
-		return 0, usagef("--grace %v is negative", grace)
 	case grace == 0:
 		return margin / 2, nil
 	case grace >= margin:

@@ -47,6 +47,9 @@ type backend struct {
 	// prefix says what --prefix chooses in this store, with its default;
 	// empty for a store that takes no --prefix.
 	prefix string
+	// ttls says how the store may change a TTL asked for (etcd's whole
+	// seconds and minimum); empty where a lease gets the TTL asked for.
+	ttls string
 	// open opens the store.
 	open opener
 }
@@ -75,6 +78,9 @@ type store struct {
 	// leases.Watcher where raw is one.
 	lessor leases.Lessor
 	close  func() error
+	// unanswered, when not nil, says why a call that --timeout cut may
+	// have had no answer (etcd: what each endpoint does), for its error.
+	unanswered func() string
 }
 
 var backends []*backend
@@ -103,16 +109,13 @@ func defineStoreFlags(fs *flag.FlagSet) *storeFlags {
 			prefixes = append(prefixes, fmt.Sprintf("with --%s, %s", b.name, b.prefix))
 		}
 	}
-	fs.StringVar(&f.prefix, "prefix", "", strings.Join(prefixes, "; "))
-	fs.DurationVar(&f.timeout, "timeout", DefaultTimeout, "the bound on each call to the store (and on each wait for its lock or a connection)")
+	fs.StringVar(&f.prefix, "prefix", "", "the `prefix`: "+strings.Join(prefixes, "; "))
+	durationVar(fs, &f.timeout, "timeout", DefaultTimeout, "10s", "the bound on each call to the store (and on each wait for its lock or a connection), a `duration`")
 	return f
 }
 
 // open opens the store the flags, or else LEASES_STORE, name.
 func (f *storeFlags) open(ctx context.Context, getenv func(string) string, create bool) (*store, error) {
-	if f.timeout <= 0 {
-		return nil, usagef("--timeout %v: want a positive duration such as 10s", f.timeout)
-	}
 	set := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	var chosen []*backend
@@ -153,10 +156,10 @@ func (f *storeFlags) open(ctx context.Context, getenv func(string) string, creat
 	defer cancel()
 	s, err := b.open(ctx, where, openOptions{timeout: f.timeout, create: create, prefix: f.prefix})
 	if err != nil {
-		return nil, explained(ctx, err)
+		return nil, explained(ctx, err, nil)
 	}
 	s.backend = b
-	s.lessor = bounded(s.raw, f.timeout)
+	s.lessor = bounded(s.raw, f.timeout, s.unanswered)
 	return s, nil
 }
 
@@ -217,19 +220,24 @@ type timeoutError struct{ timeout time.Duration }
 func (e *timeoutError) Error() string { return fmt.Sprintf("--timeout %v passed", e.timeout) }
 
 // explained is err, from a call under ctx, saying that --timeout cut it
-// off when it did and err does not say so already.
-func explained(ctx context.Context, err error) error {
+// off when it did and err does not say so already, and then what
+// unanswered says, if it is not nil.
+func explained(ctx context.Context, err error, unanswered func() string) error {
 	var cut *timeoutError
 	if err == nil || !errors.As(context.Cause(ctx), &cut) || errors.As(err, &cut) {
 		return err
 	}
+	if unanswered != nil {
+		return fmt.Errorf("%w (%w; %s)", err, cut, unanswered())
+	}
 	return fmt.Errorf("%w (%w)", err, cut)
 }
 
-// bounded is l with every call bounded by timeout; a Watcher's Changed,
-// which lasts as long as its caller waits, is passed on unbounded.
-func bounded(l leases.Lessor, timeout time.Duration) leases.Lessor {
-	b := boundedLessor{lessor: l, timeout: timeout}
+// bounded is l with every call bounded by timeout, and unanswered's words
+// in the error of a call it cut; a Watcher's Changed, which lasts as long
+// as its caller waits, is passed on unbounded.
+func bounded(l leases.Lessor, timeout time.Duration, unanswered func() string) leases.Lessor {
+	b := boundedLessor{lessor: l, timeout: timeout, unanswered: unanswered}
 	if w, ok := l.(leases.Watcher); ok {
 		return boundedWatcher{b, w}
 	}
@@ -237,8 +245,9 @@ func bounded(l leases.Lessor, timeout time.Duration) leases.Lessor {
 }
 
 type boundedLessor struct {
-	lessor  leases.Lessor
-	timeout time.Duration
+	lessor     leases.Lessor
+	timeout    time.Duration
+	unanswered func() string
 }
 
 type boundedWatcher struct {
@@ -250,27 +259,27 @@ func (b boundedLessor) Acquire(ctx context.Context, resource, holder string, ttl
 	ctx, cancel := boundCall(ctx, b.timeout)
 	defer cancel()
 	lease, err := b.lessor.Acquire(ctx, resource, holder, ttl)
-	return lease, explained(ctx, err)
+	return lease, explained(ctx, err, b.unanswered)
 }
 
 func (b boundedLessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
 	ctx, cancel := boundCall(ctx, b.timeout)
 	defer cancel()
 	lease, err := b.lessor.Renew(ctx, held, ttl)
-	return lease, explained(ctx, err)
+	return lease, explained(ctx, err, b.unanswered)
 }
 
 func (b boundedLessor) Release(ctx context.Context, held leases.Lease) error {
 	ctx, cancel := boundCall(ctx, b.timeout)
 	defer cancel()
-	return explained(ctx, b.lessor.Release(ctx, held))
+	return explained(ctx, b.lessor.Release(ctx, held), b.unanswered)
 }
 
 func (b boundedLessor) Holder(ctx context.Context, resource string) (leases.Lease, bool, error) {
 	ctx, cancel := boundCall(ctx, b.timeout)
 	defer cancel()
 	lease, ok, err := b.lessor.Holder(ctx, resource)
-	return lease, ok, explained(ctx, err)
+	return lease, ok, explained(ctx, err, b.unanswered)
 }
 
 // usageError is bad usage or bad input, found before anything was done:

@@ -146,7 +146,7 @@ func BadInputCalls(b Backend, held leases.Lease) []BadCall {
 	ctx := context.Background()
 	c := Calls{B: b, Held: held}
 	with, acquire, write := c.HeldWith, c.Acquire, c.Write
-	return []BadCall{
+	return append([]BadCall{
 		{"acquire: empty resource", acquire("", "B", 20, 1)},
 		{"acquire: empty holder", acquire("r", "", 20, 1)},
 		{"acquire: zero ttl", acquire("r", "B", 20, 0)},
@@ -177,7 +177,68 @@ func BadInputCalls(b Backend, held leases.Lease) []BadCall {
 		{"guarded read: empty resource", func() error { _, _, err := b.Guarded.Read(ctx, ""); return err }},
 		{"holder: empty resource", c.Holder("", 6)},
 		{"holder: negative tick", c.Holder("r", -1)},
+	}, NameCalls(b, held)...)
+}
+
+// BadNames are names the one rule for resource and holder names refuses
+// (see leases.MaxNameBytes), each with why.
+var BadNames = []struct{ Why, Name string }{
+	{"a tab", "a\tb"},
+	{"a newline", "a\nb"},
+	{"a carriage return", "a\rb"},
+	{"an escape sequence", "\x1b[31mred"},
+	{"DEL", "a\x7f"},
+	{"a C1 control", "a\u0085b"},
+	{"a line separator", "a\u2028b"},
+	{"only spaces", "   "},
+	{"only white space", "\u00a0\u3000"},
+	{"empty", ""},
+	{"too long", strings.Repeat("n", leases.MaxNameBytes+1)},
+}
+
+// NameCalls are, for each of BadNames, a call of every entry point of the
+// authority and the receivers that takes a resource or a holder name,
+// with that name in it, on b as BadInputSetup left it.
+func NameCalls(b Backend, held leases.Lease) []BadCall {
+	ctx := context.Background()
+	c := Calls{B: b, Held: held}
+	var calls []BadCall
+	for _, bad := range BadNames {
+		resource := c.HeldWith(func(l *leases.Lease) { l.Resource = bad.Name })
+		holder := c.HeldWith(func(l *leases.Lease) { l.Holder = bad.Name })
+		for _, call := range []BadCall{
+			{"acquire: resource", c.Acquire(bad.Name, "B", 20, 1)},
+			{"acquire: holder", c.Acquire("fresh", bad.Name, 20, 1)},
+			{"renew: resource", c.Renew(resource, 6, 1)},
+			{"renew: holder", c.Renew(holder, 6, 1)},
+			{"release: resource", c.Release(resource, 6)},
+			{"release: holder", c.Release(holder, 6)},
+			{"holder", c.Holder(bad.Name, 6)},
+			{"write", c.Write(b.Fenced, bad.Name, 2, "x")},
+			{"unfenced write", c.Write(b.Unfenced, bad.Name, 2, "x")},
+			{"observe", c.Observe(b.Fenced, bad.Name, 2)},
+			{"read", c.Read(bad.Name)},
+			{"unfenced read", func() error { _, _, err := b.Unfenced.Read(ctx, bad.Name); return err }},
+			{"guarded write: resource", func() error { _, err := b.Guarded.Write(ctx, resource, 6, "x"); return err }},
+			{"guarded write: holder", func() error { _, err := b.Guarded.Write(ctx, holder, 6, "x"); return err }},
+			{"guarded read", func() error { _, _, err := b.Guarded.Read(ctx, bad.Name); return err }},
+		} {
+			calls = append(calls, BadCall{Name: call.Name + ": " + bad.Why, Call: call.Call})
+		}
+		if _, ok := b.Authority.(leases.Watcher); ok {
+			calls = append(calls, BadCall{Name: "changed: " + bad.Why, Call: func() error { return changed(b.Authority, bad.Name) }})
+		}
 	}
+	return calls
+}
+
+// changed is the error of a Changed of resource on x, a leases.Watcher;
+// its watch, if any, is ended before it returns.
+func changed(x any, resource string) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := x.(leases.Watcher).Changed(ctx, resource)
+	return err
 }
 
 // RefuseEach runs each call in a subtest of its own and fails it unless
@@ -185,14 +246,20 @@ func BadInputCalls(b Backend, held leases.Lease) []BadCall {
 // maxMessage bytes, and the store is as it was.
 func RefuseEach(t *testing.T, b Backend, calls []BadCall, maxMessage int) {
 	t.Helper()
-	before := b.State(t)
+	refuseEach(t, b.State, calls, maxMessage)
+}
+
+// refuseEach is RefuseEach on the store state renders.
+func refuseEach(t *testing.T, state func(t *testing.T) string, calls []BadCall, maxMessage int) {
+	t.Helper()
+	before := state(t)
 	for _, c := range calls {
 		t.Run(c.Name, func(t *testing.T) {
 			err := c.Call()
 			if !errors.Is(err, leases.ErrInvalidInput) || strings.Contains(err.Error(), "\n") || len(err.Error()) > maxMessage {
 				t.Fatalf("got %v; want one line of at most %d bytes matching ErrInvalidInput", err, maxMessage)
 			}
-			if after := b.State(t); after != before {
+			if after := state(t); after != before {
 				t.Fatalf("the store changed:\n%s\nbecame\n%s", before, after)
 			}
 		})

@@ -7,10 +7,11 @@ import (
 
 	"leases"
 	"leases/fence"
+	"leases/internal/contract"
 )
 
 // BadInput checks that every call with an argument the receiver rule
-// refuses returns leases.ErrInvalidInput and runs no statement: the
+// refuses (the name rule's contract.BadNames among them) returns leases.ErrInvalidInput and runs no statement: the
 // table it is given does not exist, so any statement would fail with
 // the database's own error, and in PostgreSQL would abort the
 // transaction, which must still be usable afterwards.
@@ -25,10 +26,19 @@ func BadInput(t *testing.T, db DB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tx.Rollback() })
-	for _, c := range []struct {
+	type call struct {
 		name string
 		call func() error
-	}{
+	}
+	var names []call
+	for _, bad := range contract.BadNames {
+		names = append(names,
+			call{"write: " + bad.Why, func() error { _, err := absent.Write(ctx, tx, bad.Name, 1, "v"); return err }},
+			call{"observe: " + bad.Why, func() error { _, err := absent.Observe(ctx, tx, bad.Name, 1); return err }},
+			call{"admit: " + bad.Why, func() error { _, err := absent.Admit(ctx, tx, bad.Name, 1); return err }},
+			call{"read: " + bad.Why, func() error { _, _, err := absent.Read(ctx, tx, bad.Name); return err }})
+	}
+	for _, c := range append([]call{
 		{"write: empty resource", func() error { _, err := absent.Write(ctx, tx, "", 1, "v"); return err }},
 		{"write: epoch 0", func() error { _, err := absent.Write(ctx, tx, "r", 0, "v"); return err }},
 		{"write: negative epoch", func() error { _, err := absent.Write(ctx, tx, "r", -1, "v"); return err }},
@@ -47,7 +57,7 @@ func BadInput(t *testing.T, db DB) {
 		{"admit: empty resource", func() error { _, err := absent.Admit(ctx, tx, "", 1); return err }},
 		{"admit: epoch 0", func() error { _, err := absent.Admit(ctx, tx, "r", 0); return err }},
 		{"read: empty resource", func() error { _, _, err := absent.Read(ctx, tx, ""); return err }},
-	} {
+	}, names...) {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.call()
 			if !errors.Is(err, leases.ErrInvalidInput) {

@@ -155,13 +155,28 @@ func checkHolds(row LeaseRow, found bool, held leases.Lease, now int64) error {
 		return fmt.Errorf("%w: epoch %d of %q was released at tick %d", leases.ErrNotHolder, held.Epoch, held.Resource, row.LastTick)
 	}
 	if row.Epoch != held.Epoch || row.Holder != held.Holder {
-		return fmt.Errorf("%w: resource %q is at epoch %d, not %q's epoch %d",
-			leases.ErrNotHolder, held.Resource, row.Epoch, held.Holder, held.Epoch)
+		return fmt.Errorf("%w: %s", leases.ErrNotHolder, Mismatch(row, held, now))
 	}
 	if !row.LiveAt(now) {
 		return fmt.Errorf("%w: epoch %d of %q expired at tick %d", leases.ErrLeaseExpired, row.Epoch, held.Resource, row.ExpiresAt)
 	}
 	return nil
+}
+
+// Mismatch says, for a refusal, whose tenure row holds at tick now where
+// held names another (another holder, or another epoch), naming both:
+// "r" is held by "A" at epoch 1, not by "B" at epoch 1.
+func Mismatch(row LeaseRow, held leases.Lease, now int64) string {
+	switch {
+	case !row.Held:
+		return fmt.Sprintf("%q is free (epoch %d was released), not held by %q at epoch %d",
+			held.Resource, row.Epoch, held.Holder, held.Epoch)
+	case row.LiveAt(now):
+		return fmt.Sprintf("%q is held by %q at epoch %d, not by %q at epoch %d",
+			held.Resource, row.Holder, row.Epoch, held.Holder, held.Epoch)
+	}
+	return fmt.Sprintf("%q was held by %q at epoch %d until tick %d, not by %q at epoch %d",
+		held.Resource, row.Holder, row.Epoch, row.ExpiresAt, held.Holder, held.Epoch)
 }
 
 func checkNotBackwards(resource string, row LeaseRow, now int64) error {
@@ -262,8 +277,7 @@ func NotLive(row LeaseRow, found bool, held leases.Lease, now int64) error {
 	case !found:
 		return fmt.Errorf("%w (%w): %q was never leased", leases.ErrNotLive, leases.ErrNotHolder, held.Resource)
 	case row.Epoch != held.Epoch || row.Holder != held.Holder:
-		return fmt.Errorf("%w (%w): %q is at epoch %d, not %q's epoch %d",
-			leases.ErrNotLive, leases.ErrNotHolder, held.Resource, row.Epoch, held.Holder, held.Epoch)
+		return fmt.Errorf("%w (%w): %s", leases.ErrNotLive, leases.ErrNotHolder, Mismatch(row, held, now))
 	case !row.Held:
 		return fmt.Errorf("%w (%w): epoch %d of %q was released", leases.ErrNotLive, leases.ErrNotHolder, held.Epoch, held.Resource)
 	}

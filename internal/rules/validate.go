@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"leases"
@@ -26,8 +27,31 @@ func checkText(kind, s string, maxBytes int, allowEmpty bool) error {
 	return nil
 }
 
-// CheckName refuses an empty, over-long, NUL-carrying or non-UTF-8 name.
-func CheckName(kind, s string) error { return checkText(kind, s, leases.MaxNameBytes, false) }
+// CheckName is the one rule for resource and holder names, on every
+// backend and entry point: a name is valid UTF-8 of 1 to MaxNameBytes
+// bytes, not only white space, and without a control character (tab,
+// newline, NUL, DEL, the C1 controls) or a line or paragraph separator.
+// Such names print as something else, or break the one line an error or
+// a listing gives them, and two of them can look the same.
+func CheckName(kind, s string) error {
+	if err := checkText(kind, s, leases.MaxNameBytes, false); err != nil {
+		return err
+	}
+	if strings.TrimSpace(s) == "" {
+		return fmt.Errorf("%w: %s %q is only white space", leases.ErrInvalidInput, kind, s)
+	}
+	if i := strings.IndexFunc(s, unprintable); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("%w: %s %q has the control character %U at byte %d", leases.ErrInvalidInput, kind, s, r, i)
+	}
+	return nil
+}
+
+// unprintable reports a rune a name may not hold: a control character
+// (Unicode's Cc), or a line or paragraph separator.
+func unprintable(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
+}
 
 // CheckValue refuses an over-long, NUL-carrying or non-UTF-8 value; an
 // empty value is fine.

@@ -14,7 +14,11 @@ import (
 const memory = ":memory:"
 
 // checkPath refuses, before anything is created, a path SQLite would read
-// as something else, and a file this process cannot use as a database.
+// as something else, and a file this process cannot use as a database;
+// where there is no file, it creates an empty one (which SQLite takes for
+// an empty database), so that the error says why a file cannot be made
+// there (no such directory, permission denied) rather than SQLite's
+// "unable to open database file".
 func checkPath(path string) error {
 	switch {
 	case path == "":
@@ -33,13 +37,16 @@ func checkPath(path string) error {
 	}
 	info, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil // SQLite creates it
+		return create(path)
 	}
 	if err != nil {
+		if dirErr := checkDir(path); dirErr != nil {
+			return dirErr
+		}
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	if !info.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is not a regular file (%v)", leases.ErrInvalidInput, path, info.Mode().Type())
+		return fmt.Errorf("%w: %s is not a regular file (%v)", leases.ErrInvalidInput, path, info.Mode())
 	}
 	// SQLite would quietly open an unwritable file read-only, and the
 	// store would fail only at its first write.
@@ -49,6 +56,50 @@ func checkPath(path string) error {
 	}
 	return f.Close()
 }
+
+// create makes an empty database file at path, where there was none, or
+// says why it cannot: the error then matches the operating system's
+// (fs.ErrNotExist, fs.ErrPermission), or ErrInvalidInput where the
+// directory is not one. Another process that creates the file first wins;
+// it is then checked as any file that was there.
+func create(path string) error {
+	if err := checkDir(path); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	switch {
+	case errors.Is(err, os.ErrExist):
+		return checkPath(path)
+	case errors.Is(err, os.ErrPermission):
+		return &fileError{fmt.Sprintf("open %s: permission denied: this process may not create a file in %s", path, filepath.Dir(path)), err}
+	case err != nil:
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// checkDir says what is wrong with path's directory, if anything is: it
+// does not exist, or it is not a directory.
+func checkDir(path string) error {
+	dir := filepath.Dir(path)
+	switch info, err := os.Stat(dir); {
+	case errors.Is(err, os.ErrNotExist):
+		return &fileError{fmt.Sprintf("open %s: no such directory %s", path, dir), err}
+	case err == nil && !info.IsDir():
+		return fmt.Errorf("%w: open %s: %s is not a directory (%v)", leases.ErrInvalidInput, path, dir, info.Mode())
+	}
+	return nil
+}
+
+// fileError is why a database file cannot be made, in words of its own,
+// matching the operating system's error.
+type fileError struct {
+	msg string
+	err error
+}
+
+func (e *fileError) Error() string { return e.msg }
+func (e *fileError) Unwrap() error { return e.err }
 
 // openedFile is one of the database's files as the store opened it.
 type openedFile struct {
