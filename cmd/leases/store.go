@@ -224,14 +224,28 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("--timeout %v passed"
 // unanswered says, if it is not nil.
 func explained(ctx context.Context, err error, unanswered func() string) error {
 	var cut *timeoutError
-	if err == nil || !errors.As(context.Cause(ctx), &cut) || errors.As(err, &cut) {
+	if err == nil || !errors.As(context.Cause(ctx), &cut) {
 		return err
 	}
-	if unanswered != nil {
-		return fmt.Errorf("%w (%w; %s)", err, cut, unanswered())
+	if !errors.As(err, &cut) {
+		err = fmt.Errorf("%w (%w)", err, cut)
 	}
-	return fmt.Errorf("%w (%w)", err, cut)
+	if unanswered == nil {
+		return err
+	}
+	// The library's error says the cut already (it keeps the context's
+	// cause): what went unanswered goes beside it.
+	return &reworded{msg: strings.Replace(err.Error(), cut.Error(), cut.Error()+"; "+unanswered(), 1), err: err}
 }
+
+// reworded is err with another text.
+type reworded struct {
+	msg string
+	err error
+}
+
+func (e *reworded) Error() string { return e.msg }
+func (e *reworded) Unwrap() error { return e.err }
 
 // bounded is l with every call bounded by timeout, and unanswered's words
 // in the error of a call it cut; a Watcher's Changed, which lasts as long
