@@ -241,3 +241,33 @@ func TestLeadReportsAFailedLastRelease(t *testing.T) {
 		t.Fatalf("Lead: %v; want the context's end and the failed release", err)
 	}
 }
+
+// While its context lives, Wait releases what an acquire with an unknown
+// outcome may have granted before it tries again: a grant that took
+// effect is not left to run out under the holder's name, with Wait
+// itself, refused by it, waiting for it to expire.
+func TestWaitReleasesWhatAnUnknownOutcomeMayHaveGranted(t *testing.T) {
+	b := newBench(t)
+	lessor := &doubtful{Lessor: b.lessor, end: func(error) {}, granted: true, unknown: 1}
+	opts := session.Options{TTL: 100 * tick, Clock: b.clk}
+	got := b.waitIn(lessor, "A", opts)
+	for tick := int64(1); ; tick++ {
+		if r, returned := b.waitersOrResult(got, 1); returned {
+			got = resultAgain(r)
+			break
+		}
+		if tick >= 100 {
+			t.Fatal("Wait waited for the lease its own unknown outcome had granted to expire")
+		}
+		if err := b.clk.Advance(tick); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := b.result(got)
+	if r.err != nil || r.s.Epoch() != 2 || r.s.Lease().GrantedAt >= 100 {
+		t.Fatalf("Wait: %+v, %v; want epoch 2, granted before epoch 1 could expire", r.s, r.err)
+	}
+	if n := len(lessor.releases); n != 1 {
+		t.Fatalf("%d releases; want the release of epoch 1", n)
+	}
+}
