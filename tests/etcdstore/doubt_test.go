@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,44 +17,6 @@ import (
 	"leases/etcd"
 	"leases/session"
 )
-
-// holdAtCommit is the client's KV, but the first transaction committed
-// after hold is set is not sent: it is kept, and its call fails as if the
-// connection had dropped with the request on its way (an unknown
-// outcome). The test sends it later, as a member that was paused with
-// the request queued does when it continues.
-type holdAtCommit struct {
-	clientv3.KV
-	hold atomic.Bool
-	held chan clientv3.Txn
-}
-
-func (k *holdAtCommit) Txn(ctx context.Context) clientv3.Txn {
-	if k.hold.Load() {
-		// Sent later, whatever the call's context does by then.
-		return &heldTxn{Txn: k.KV.Txn(context.WithoutCancel(ctx)), kv: k}
-	}
-	return k.KV.Txn(ctx)
-}
-
-type heldTxn struct {
-	clientv3.Txn
-	kv *holdAtCommit
-}
-
-func (t *heldTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
-
-func (t *heldTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
-
-func (t *heldTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
-
-func (t *heldTxn) Commit() (*clientv3.TxnResponse, error) {
-	if !t.kv.hold.CompareAndSwap(true, false) {
-		return t.Txn.Commit()
-	}
-	t.kv.held <- t.Txn
-	return nil, errors.New("connection lost with the request on its way")
-}
 
 // A release after an acquire whose outcome was unknown is final on etcd:
 // when the session says the lease it may have granted is released, the
@@ -76,8 +37,18 @@ func TestAReleaseAfterAnUnknownAcquireIsFinal(t *testing.T) {
 		t.Run(side.name, func(t *testing.T) {
 			ctx := testContext(t)
 			c := client(t)
-			kv := &holdAtCommit{KV: c.KV, held: make(chan clientv3.Txn, 1)}
+			kv := &hookedKV{KV: c.KV}
 			c.KV = kv
+			// The acquire's transaction is not sent: it is kept, and its
+			// call fails as if the connection had dropped with the
+			// request on its way (an unknown outcome). The test sends it
+			// later, as a member paused with the request queued does when
+			// it continues.
+			held := make(chan clientv3.Txn, 1)
+			hold := func(txn *hookedTxn) (*clientv3.TxnResponse, error) {
+				held <- txn.again(context.WithoutCancel(txn.ctx))
+				return nil, errors.New("connection lost with the request on its way")
+			}
 			store := etcd.New(c, options(t))
 			lessor := side.lessor(store)
 			for _, resource := range []string{"fresh", "used"} {
@@ -90,13 +61,13 @@ func TestAReleaseAfterAnUnknownAcquireIsFinal(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				kv.hold.Store(true)
+				kv.onCommit(hold)
 				_, err := session.Start(ctx, lessor, resource, "A", session.Options{TTL: time.Minute})
 				var unknown *session.OutcomeError
 				if !errors.As(err, &unknown) || !unknown.Released {
 					t.Fatalf("%s: Start: %v; want an *OutcomeError, released", resource, err)
 				}
-				late := <-kv.held
+				late := <-held
 				if resp, err := late.Commit(); err == nil && resp.Succeeded {
 					t.Errorf("%s: the late grant's transaction took effect after the release", resource)
 				}
@@ -149,35 +120,6 @@ func (h *txnSent) HandleRPC(ctx context.Context, s stats.RPCStats) {
 func (h *txnSent) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
 func (h *txnSent) HandleConn(context.Context, stats.ConnStats)                       {}
 
-// pauseAtCommit is the client's KV; the first transaction committed after
-// pause is set first pauses the member the client talks to.
-type pauseAtCommit struct {
-	clientv3.KV
-	pause atomic.Pointer[func()]
-}
-
-func (k *pauseAtCommit) Txn(ctx context.Context) clientv3.Txn {
-	return &pausingTxn{Txn: k.KV.Txn(ctx), kv: k}
-}
-
-type pausingTxn struct {
-	clientv3.Txn
-	kv *pauseAtCommit
-}
-
-func (t *pausingTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
-
-func (t *pausingTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
-
-func (t *pausingTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
-
-func (t *pausingTxn) Commit() (*clientv3.TxnResponse, error) {
-	if pause := t.kv.pause.Swap(nil); pause != nil {
-		(*pause)()
-	}
-	return t.Txn.Commit()
-}
-
 // Issue 20: Wait's context ends while its grant's transaction is on its
 // way to a member that was paused the moment before (SIGSTOP; the request
 // is in its socket, and the member may propose it when it continues). Wait
@@ -203,7 +145,7 @@ func TestWaitWhoseGrantIsOnItsWayToAPausedMember(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = c.Close() })
-			kv := &pauseAtCommit{KV: c.KV}
+			kv := &hookedKV{KV: c.KV}
 			c.KV = kv
 			lessor := &releaseHook{Lessor: etcd.New(c, etcd.Options{CallTimeout: callBound(t)}).Lessor()}
 			paused := false
@@ -227,7 +169,10 @@ func TestWaitWhoseGrantIsOnItsWayToAPausedMember(t *testing.T) {
 				}
 			}
 			waitCtx, giveUp := context.WithCancel(ctx)
-			kv.pause.Store(&pause)
+			kv.onCommit(func(txn *hookedTxn) (*clientv3.TxnResponse, error) {
+				pause()
+				return txn.Txn.Commit()
+			})
 			onItsWay := sent.expect()
 			go func() {
 				<-onItsWay
