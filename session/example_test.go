@@ -122,14 +122,14 @@ func Example_worker() {
 // one, so that the output is the same every time.
 func ExampleSession_Check() {
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, ":memory:")
+	clk := clock.NewManual(0)
+	lessor, closeStore, err := memoryLessor(ctx, clk)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer store.Close()
-	clk := clock.NewManual(0)
-	s, err := session.Start(ctx, clock.Lessor(store.Authority(), clk), "invoice-7", "worker-1",
+	defer closeStore()
+	s, err := session.Start(ctx, lessor, "invoice-7", "worker-1",
 		session.Options{TTL: 10 * time.Second, Margin: 2 * time.Second})
 	if err != nil {
 		fmt.Println(err)
@@ -219,13 +219,13 @@ func (l *lostAnswers) Release(ctx context.Context, held leases.Lease) error {
 // granted and says whether anything may still be held.
 func ExampleOutcomeError() {
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, ":memory:")
+	memory, closeStore, err := memoryLessor(ctx, clock.NewManual(0))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer store.Close()
-	lessor := &lostAnswers{Lessor: clock.Lessor(store.Authority(), clock.NewManual(0))}
+	defer closeStore()
+	lessor := &lostAnswers{Lessor: memory}
 	for _, down := range []bool{false, true} {
 		lessor.down = down
 		_, err := session.Start(ctx, lessor, "invoice-7", "worker-1", session.Options{TTL: 10 * time.Second})
@@ -235,4 +235,14 @@ func ExampleOutcomeError() {
 	// Output:
 	// true worker-1 holds nothing on invoice-7 (released after an unknown outcome)
 	// true worker-1 may hold invoice-7 at epoch 2 until tick 10000
+}
+
+// memoryLessor is a lessor on a SQLite store in memory, on the clock
+// clk, for the examples that must print the same ticks every time.
+func memoryLessor(ctx context.Context, clk clock.Clock) (leases.Lessor, func(), error) {
+	store, err := sqlite.Open(ctx, ":memory:")
+	if err != nil {
+		return nil, nil, err
+	}
+	return clock.Lessor(store.Authority(), clk), func() { _ = store.Close() }, nil
 }
