@@ -68,6 +68,10 @@ type Record struct {
 	// CtxDone says, for a failed Wait, whether the worker's own context
 	// (the caller's) had ended.
 	CtxDone bool `json:"ctx_done,omitempty"`
+	// Released says, for a Wait that returned a *session.OutcomeError
+	// (its Lease is then the lease in doubt), that the error says the
+	// lease is not held.
+	Released bool `json:"released,omitempty"`
 
 	// For "done": the session's deadline (a tick) when Done closed; for
 	// a Wait's "ret", the deadline of the session it returned.

@@ -292,7 +292,13 @@ func (w *worker) job(ctx context.Context, lessor leases.Lessor, db *sql.DB, fenc
 	id := w.call(Record{Op: "wait", Resource: resource, Holder: w.cfg.Holder})
 	s, err := session.Wait(ctx, lessor, resource, w.cfg.Holder, opts)
 	if err != nil {
-		w.ret(id, Record{Result: resultOf(err), Err: err.Error(), CtxDone: ctx.Err() != nil})
+		r := Record{Result: resultOf(err), Err: err.Error(), CtxDone: ctx.Err() != nil}
+		// What Wait told its caller of a lease it may hold.
+		var unknown *session.OutcomeError
+		if errors.As(err, &unknown) {
+			r.Lease, r.Released = &unknown.Lease, unknown.Released
+		}
+		w.ret(id, r)
 		return err
 	}
 	lease := s.Lease()
