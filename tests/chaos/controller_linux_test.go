@@ -55,6 +55,9 @@ type Config struct {
 	PauseMin, PauseMax time.Duration
 	// The chance of a fault at each announced point.
 	PauseAfterCheck, PauseInTx, KillInTx, PauseInLessor, CommitHeld float64
+	// On etcd, the chance that a Wait is given up while its grant's
+	// answer comes back.
+	GiveUpAtGrant float64
 	// A fault at a random moment comes every RandomMin to RandomMax; it
 	// is a kill with chance RandomKill, a stop otherwise.
 	RandomMin, RandomMax time.Duration
@@ -85,6 +88,9 @@ const (
 	faultLeaderKilled      = "etcd leader killed, then restarted"
 	faultLeaderPaused      = "etcd leader paused, then continued"
 	faultFollowerPaused    = "etcd follower paused, then continued"
+	// On etcd, the caller's: Wait's context ends while its grant's answer
+	// comes back, and the answer is lost (issue 20).
+	faultGiveUpAtGrant = "Wait given up as its grant's answer comes back"
 )
 
 // clusterFaults are the etcd cluster's faults, in the order the figures
@@ -478,6 +484,7 @@ func (c *controller) kinds() []string {
 		// No lessor's write lock to hold: etcd's transactions hold none.
 		kinds = slices.DeleteFunc(kinds, func(k string) bool { return k == faultPauseInLessor })
 		kinds = append(kinds, clusterFaults...)
+		kinds = append(kinds, faultGiveUpAtGrant)
 	}
 	return kinds
 }
@@ -533,6 +540,9 @@ func (c *controller) at(p *proc, at chaos.Record) {
 		c.pause(p, faultCommitHeld, "go", at.Pid)
 	case point == "lessor-locked" && c.othersHold(p) && c.chance(faultPauseInLessor, c.cfg.PauseInLessor):
 		c.pause(p, faultPauseInLessor, "go", 0)
+	case point == "grant-sent" && c.chance(faultGiveUpAtGrant, c.cfg.GiveUpAtGrant):
+		c.faults[faultGiveUpAtGrant]++
+		c.answer(p, chaos.AnswerGiveUp)
 	default:
 		c.answer(p, "go")
 	}

@@ -23,7 +23,9 @@ type Record struct {
 	//     written to the server),
 	//     "lessor-locked" (inside an acquire, holding the lessor's write
 	//     lock), "granted" (the guarded variant: granted, the tenure not
-	//     begun; Resource and Epoch say which);
+	//     begun; Resource and Epoch say which), "grant-sent" (on etcd: an
+	//     acquire's transaction that writes, about to be sent; the
+	//     answer may be AnswerGiveUp);
 	//   - "done": a session's Done closed;
 	//   - "lessor-commit": a transaction on the lessor's file began to
 	//     commit (SQLite's commit hook), or a transaction that writes was
