@@ -147,13 +147,9 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		now := time.Now().UnixMilli()
 		lease := leases.Lease{Resource: resource, Holder: holder, Epoch: last + 1, GrantedAt: now, ExpiresAt: now + grant.TTL*1000}
 		if err != nil {
-			// The grant may have been applied, or be on its way: the
-			// lease may be live until its etcd lease runs out. Keep it
-			// from being revoked here, and remember it, so that a
-			// release of the would-be lease through this store revokes
-			// it: that ends the lease if the grant was applied, and
-			// makes a grant still on its way fail (its put names an
-			// etcd lease that no longer exists).
+			// The grant may have been applied, or be on its way: keep
+			// its etcd lease, and remember it for Release, whose
+			// revocation ends it or makes the late put fail.
 			granted = true
 			s.cache.forget([]string{epochKey})
 			l.remember(tenure{resource, holder, last + 1}, grant.ID)

@@ -344,6 +344,30 @@ func waitFailsOnlyWithTheCallersContext(h *History) []string {
 	return bad
 }
 
+// lessorGrant is a grant the lessor's history holds.
+type lessorGrant struct {
+	holder   string
+	released bool // the history holds its release
+}
+
+// lessorGrants are the grants the lessor's history holds, in the order
+// they were made, and the newest epoch of each resource.
+func (h *History) lessorGrants() (grants map[key]*lessorGrant, order []key, newest map[string]int64) {
+	grants, newest = map[key]*lessorGrant{}, map[string]int64{}
+	for _, w := range h.LessorRows {
+		k := key{w.Resource, w.Epoch}
+		switch g := grants[k]; {
+		case g == nil && w.Held:
+			grants[k] = &lessorGrant{holder: w.Holder}
+			order = append(order, k)
+			newest[w.Resource] = max(newest[w.Resource], w.Epoch)
+		case g != nil && !w.Held:
+			g.released = true
+		}
+	}
+	return grants, order, newest
+}
+
 // grantsReportedOrReleased: every grant the lessor's history holds
 // (issue 20: a grant that took effect while Wait said only that its
 // context had ended) was released by its holder, or reported to it by
@@ -355,23 +379,7 @@ func waitFailsOnlyWithTheCallersContext(h *History) []string {
 // the lease. A holder killed in the Wait that made the grant told
 // nobody, and is no caller any more.
 func grantsReportedOrReleased(h *History) []string {
-	type grant struct {
-		holder   string
-		released bool
-	}
-	grants, newest := map[key]*grant{}, map[string]int64{}
-	var order []key
-	for _, w := range h.LessorRows {
-		k := key{w.Resource, w.Epoch}
-		switch g := grants[k]; {
-		case g == nil && w.Held:
-			grants[k] = &grant{holder: w.Holder}
-			order = append(order, k)
-			newest[w.Resource] = max(newest[w.Resource], w.Epoch)
-		case g != nil && !w.Held:
-			g.released = true
-		}
-	}
+	grants, order, newest := h.lessorGrants()
 	over := map[string]bool{} // by holder, resource and epoch: its own release found it over
 	for _, r := range h.opsOf("release", resultExpired, resultNotHolder) {
 		if r.Result() == resultExpired || newest[r.Call.Resource] > r.Call.Epoch {
