@@ -97,7 +97,20 @@ func (a *authority) decideRow(ctx context.Context, resource string, decide func(
 			return nil, err
 		}
 		next, err := decide(row, found)
-		if err != nil {
+		switch {
+		case err != nil && leases.IsRefusal(err) && a.store.cache.inDoubt(key):
+			// A write of this store's to the row may still be applied (an
+			// acquire whose outcome was unknown): the refusal is committed
+			// with the row written again as it stands (a blank row if
+			// there is none, which decides like none), whose new revision
+			// that write's compare no longer matches. A release refused
+			// because the acquire did not take effect is then final.
+			fence, ferr := encode(key, row)
+			if ferr != nil {
+				return nil, ferr
+			}
+			return fence, err
+		case err != nil:
 			return nil, err
 		}
 		return encode(key, next)

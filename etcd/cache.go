@@ -34,7 +34,10 @@ import (
 // the same compare and no write (If(...) Else(Get)): if the guess was
 // stale the Else brings the current value and the decision is made again.
 // So every answer is decided on the value the key had at one revision of
-// the cluster, exactly as with a read before the transaction.
+// the cluster, exactly as with a read before the transaction. (A refusal
+// on a key whose last write by this store had an unknown outcome is
+// confirmed with the key written again as it stands, under the same
+// compare: see doubted.)
 //
 // Measured (tests/etcdstore/bench_test.go, when the three members still
 // ran in one process, on a shared two-core machine, each call timed
@@ -50,6 +53,12 @@ import (
 type cache struct {
 	mu   sync.Mutex
 	seen map[string]view
+	// doubted are the keys whose last write by this store had an unknown
+	// outcome, until a later write of the store's own to the key commits:
+	// that write may still be applied after a read said it was not (a
+	// member that was paused with the request queued proposes it when it
+	// continues, although the client gave up on it). See decideFunc.
+	doubted map[string]bool
 }
 
 // maxCached bounds the cache: a process that touches many resources keeps
@@ -122,4 +131,36 @@ func (c *cache) forget(keys []string) {
 	for _, key := range keys {
 		delete(c.seen, key)
 	}
+}
+
+// doubt marks the keys of writes, sent in a transaction whose outcome is
+// unknown, as in doubt.
+func (c *cache) doubt(writes []write) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.doubted == nil {
+		c.doubted = map[string]bool{}
+	}
+	for _, w := range writes {
+		c.doubted[w.key] = true
+	}
+}
+
+// settle ends the doubt on the keys of writes, committed by this store:
+// a write in doubt compared an older revision of its key, and can no
+// longer be applied.
+func (c *cache) settle(writes []write) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range writes {
+		delete(c.doubted, w.key)
+	}
+}
+
+// inDoubt reports whether key's last write by this store had an unknown
+// outcome that no later write of its own has settled.
+func (c *cache) inDoubt(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.doubted[key]
 }

@@ -147,10 +147,12 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		now := time.Now().UnixMilli()
 		lease := leases.Lease{Resource: resource, Holder: holder, Epoch: last + 1, GrantedAt: now, ExpiresAt: now + grant.TTL*1000}
 		if err != nil {
-			// The grant may have been applied: the lease may be live
-			// until its etcd lease runs out. Keep it from being revoked.
+			// The grant may have been applied, or be on its way: keep
+			// its etcd lease, and remember it for Release, whose
+			// revocation ends it or makes the late put fail.
 			granted = true
 			s.cache.forget([]string{epochKey})
+			l.remember(tenure{resource, holder, last + 1}, grant.ID)
 			return lease, outcomeUnknown(ctx, err)
 		}
 		if resp.Succeeded {

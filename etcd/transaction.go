@@ -40,9 +40,13 @@ type write struct {
 
 // decideFunc asks package rules what to do given views, one per key in the
 // order asked for: the writes to commit (none for an outcome that changes
-// nothing), or a refusal. Any other error (a stored value that does not
-// decode) is a failure before commit. It may be called more than once,
-// each time on newer views; only the last call's answer counts.
+// nothing), or a refusal. A refusal with writes is a fence: the writes
+// (each key's value as it stands) are committed and the refusal is the
+// answer, so that a write of this store's whose outcome was unknown can
+// no longer be applied after the refusal (see cache.doubted). Any other
+// error (a stored value that does not decode) is a failure before commit.
+// It may be called more than once, each time on newer views; only the
+// last call's answer counts.
 type decideFunc func(views []view) ([]write, error)
 
 // decide makes one decision on keys and commits it with one transaction:
@@ -80,7 +84,7 @@ func (s *Store) decideWithin(ctx context.Context, keys []string, decideFn decide
 		if decision != nil && !leases.IsRefusal(decision) {
 			return outcome.BeforeCommit(ctx, decision)
 		}
-		if current && (decision != nil || len(writes) == 0) {
+		if current && len(writes) == 0 {
 			return decision // decided on a linearizable read: nothing to write
 		}
 		if ctx.Err() != nil {
@@ -99,10 +103,12 @@ func (s *Store) decideWithin(ctx context.Context, keys []string, decideFn decide
 			return outcome.BeforeCommit(ctx, fmt.Errorf("read: %w", refusals.cut(ctx, err)))
 		case err != nil:
 			s.cache.forget(keys)
+			s.cache.doubt(writes)
 			return outcomeUnknown(ctx, err)
 		}
 		if resp.Succeeded {
 			s.cache.remember(afterCommit(views, writes, resp.Header.Revision)...)
+			s.cache.settle(writes)
 			return decision
 		}
 		if views, err = viewsOf(keys, resp.Responses); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"leases"
@@ -146,14 +147,14 @@ func Example_worker() {
 // one, so that the output is the same every time.
 func ExampleSession_Check() {
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, ":memory:")
+	clk := clock.NewManual(0)
+	lessor, closeStore, err := memoryLessor(ctx, clk)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer store.Close()
-	clk := clock.NewManual(0)
-	s, err := session.Start(ctx, clock.Lessor(store.Authority(), clk), "invoice-7", "worker-1",
+	defer closeStore()
+	s, err := session.Start(ctx, lessor, "invoice-7", "worker-1",
 		session.Options{TTL: 10 * time.Second, Margin: 2 * time.Second})
 	if err != nil {
 		fmt.Println(err)
@@ -196,4 +197,77 @@ func ExampleLead() {
 	// leading at epoch 1
 	// stopped: context canceled
 	// session: leading "scheduler": context canceled
+}
+
+// doubt is what a caller does with an error of Start, Wait, Do or Lead
+// that may leave a lease held: an unknown outcome is not "nothing
+// happened". It says whether the worker may still hold the job's lease,
+// and until when.
+func doubt(err error, job, worker string) error {
+	var unknown *session.OutcomeError
+	switch {
+	case !errors.As(err, &unknown):
+		return err // nothing is held: retry when it suits
+	case unknown.Released:
+		return fmt.Errorf("%s holds nothing on %s (released after an unknown outcome): %w", worker, job, err)
+	}
+	// Do not act on it: it may be live until then, and the next holder
+	// waits until then.
+	return fmt.Errorf("%s may hold %s at epoch %d until tick %d: %w", worker, job,
+		unknown.Lease.Epoch, unknown.Lease.ExpiresAt, err)
+}
+
+// lostAnswers is a lessor whose acquires take effect but whose answers
+// are lost, and whose releases fail while down: a store that the network
+// cuts off once the commit has gone out.
+type lostAnswers struct {
+	leases.Lessor
+	down bool
+}
+
+func (l *lostAnswers) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
+	granted, err := l.Lessor.Acquire(ctx, resource, holder, ttl)
+	if err != nil {
+		return granted, err
+	}
+	return granted, fmt.Errorf("commit: connection reset: %w", leases.ErrOutcomeUnknown)
+}
+
+func (l *lostAnswers) Release(ctx context.Context, held leases.Lease) error {
+	if l.down {
+		return errors.New("connection refused")
+	}
+	return l.Lessor.Release(ctx, held)
+}
+
+// An acquire whose answer was lost: Start releases what it may have
+// granted and says whether anything may still be held.
+func ExampleOutcomeError() {
+	ctx := context.Background()
+	memory, closeStore, err := memoryLessor(ctx, clock.NewManual(0))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closeStore()
+	lessor := &lostAnswers{Lessor: memory}
+	for _, down := range []bool{false, true} {
+		lessor.down = down
+		_, err := session.Start(ctx, lessor, "invoice-7", "worker-1", session.Options{TTL: 10 * time.Second})
+		err = doubt(err, "invoice-7", "worker-1")
+		fmt.Println(errors.Is(err, leases.ErrOutcomeUnknown), strings.SplitN(err.Error(), ":", 2)[0])
+	}
+	// Output:
+	// true worker-1 holds nothing on invoice-7 (released after an unknown outcome)
+	// true worker-1 may hold invoice-7 at epoch 2 until tick 10000
+}
+
+// memoryLessor is a lessor on a SQLite store in memory, on the clock
+// clk, for the examples that must print the same ticks every time.
+func memoryLessor(ctx context.Context, clk clock.Clock) (leases.Lessor, func(), error) {
+	store, err := sqlite.Open(ctx, ":memory:")
+	if err != nil {
+		return nil, nil, err
+	}
+	return clock.Lessor(store.Authority(), clk), func() { _ = store.Close() }, nil
 }

@@ -57,8 +57,10 @@ type Options struct {
 	// return promptly.
 	OnEvent func(Event)
 	// CloseTimeout bounds Close's release when the context given to Close
-	// has already ended (the usual defer after an interrupt). Zero means
-	// DefaultCloseTimeout.
+	// has already ended (the usual defer after an interrupt), and the
+	// release of a lease in doubt (an acquire whose outcome is unknown)
+	// by Start, Wait, Do and Lead once their context has ended. Zero
+	// means DefaultCloseTimeout.
 	CloseTimeout time.Duration
 }
 

@@ -14,7 +14,8 @@ import (
 // fn must stop then. Do returns fn's error, joined with the session's
 // when the session ended before fn returned (fn may then have acted
 // without the lease: the error matches ErrEnded), and with Close's when
-// the release failed.
+// the release failed. When Wait fails, fn never runs and Do returns
+// Wait's error: an *OutcomeError when a lease may have been granted.
 func Do(ctx context.Context, lessor leases.Lessor, resource, holder string, opts Options, fn func(ctx context.Context, s *Session) error) error {
 	s, err := Wait(ctx, lessor, resource, holder, opts)
 	if err != nil {
@@ -46,30 +47,39 @@ type Leader struct {
 // lease until it is lost or ctx ends, calls OnStopped, and, unless ctx
 // has ended, waits for the lease again. It returns ctx's error, or an
 // error Wait cannot retry (invalid input, a store that must be opened
-// again).
+// again). Nothing that may still be held is left unsaid: when the last
+// wait ended with a lease in doubt, the error is Wait's *OutcomeError;
+// when the last tenure's release failed, the error says so, joined with
+// ctx's.
 func Lead(ctx context.Context, lessor leases.Lessor, resource, holder string, opts Options, leader Leader) error {
 	if leader.OnStarted == nil {
 		return errors.Join(leases.ErrInvalidInput, errors.New("session: Lead needs Leader.OnStarted"))
 	}
 	for {
-		started := false
+		var held *Session
 		err := Do(ctx, lessor, resource, holder, opts, func(ctx context.Context, s *Session) error {
-			started = true
+			held = s
 			leader.OnStarted(ctx, s)
 			<-ctx.Done()
 			return nil
 		})
-		if started && leader.OnStopped != nil {
+		if held != nil && leader.OnStopped != nil {
 			why := err
 			if why == nil {
 				why = ctx.Err()
 			}
 			leader.OnStopped(why)
 		}
+		var unknown *OutcomeError
 		switch {
+		case held == nil && errors.As(err, &unknown):
+			return fmt.Errorf("session: leading %q: %w", resource, err)
+		case ctx.Err() != nil && held != nil && held.Close(ctx) != nil:
+			// Close answers again what it answered Do.
+			return fmt.Errorf("session: leading %q: %w; %w", resource, ctxEnded(ctx), held.Close(ctx))
 		case ctx.Err() != nil:
 			return fmt.Errorf("session: leading %q: %w", resource, ctxEnded(ctx))
-		case !started:
+		case held == nil:
 			return err // Wait gave up: nothing it can retry
 		}
 	}

@@ -144,8 +144,9 @@ func (s *Session) Err() error {
 
 // Close ends the session and releases its lease, so that the next holder
 // need not wait for it to expire. It always tries: when ctx has already
-// ended (a deferred Close after an interrupt), the release runs with a
-// bound of its own, Options.CloseTimeout. A lease that expired or was
+// ended (a deferred Close after an interrupt), or ends during the
+// release, the release runs (again) with a bound of its own,
+// Options.CloseTimeout. A lease that expired or was
 // lost needs no release and is no error; a release that failed is
 // returned, saying so (the lease then runs out by itself). The session is
 // over either way. Close may be called more than once; later calls return
@@ -159,15 +160,12 @@ func (s *Session) close(ctx context.Context) error {
 	s.closing.Store(true)
 	s.end(fmt.Errorf("%w: closed", ErrEnded))
 	s.goroutines.Wait() // no renewal may follow the release
+	lease := s.Lease()
+	bounded, err := release(ctx, s.lessor, s.set.closeTimeout, lease)
 	bound := ""
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), s.set.closeTimeout)
-		defer cancel()
+	if bounded {
 		bound = fmt.Sprintf(" (its context had ended; released within a bound of %v)", s.set.closeTimeout)
 	}
-	lease := s.Lease()
-	err := s.lessor.Release(ctx, lease)
 	switch {
 	case err == nil:
 		s.set.log.LogAttrs(s.values, slog.LevelInfo, "lease released"+bound,

@@ -112,7 +112,8 @@ func TestWaitIsGrantedAtExpiryOrRelease(t *testing.T) {
 }
 
 // script is a lessor whose acquires fail with the errors in its list,
-// one per call, and then go through; it tells each call on calls.
+// one per call, and then go through; it tells each call on calls. An
+// unknown outcome comes with the lease it would have granted.
 type script struct {
 	leases.Lessor
 	mu    sync.Mutex
@@ -128,6 +129,11 @@ func (l *script) Acquire(ctx context.Context, resource, holder string, ttl time.
 	}
 	l.mu.Unlock()
 	l.calls <- struct{}{}
+	if errors.Is(err, leases.ErrOutcomeUnknown) {
+		// As a lessor does: the lease it would have granted, never
+		// granted here.
+		return leases.Lease{Resource: resource, Holder: holder, Epoch: 1, ExpiresAt: 1}, err
+	}
 	if err != nil {
 		return leases.Lease{}, err
 	}

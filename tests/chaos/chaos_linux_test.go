@@ -77,7 +77,7 @@ func config(t *testing.T, dialect fence.Dialect, etcd bool) Config {
 	cfg := Config{
 		Workers: 4, Resources: 2, TTL: ttl, TxPerTenure: 3, Work: ttl, Duration: 3 * time.Second, Seed: rand.Uint64(),
 		PauseMin: ttl + 50*time.Millisecond, PauseMax: 5 * ttl / 2,
-		PauseAfterCheck: 0.05, PauseInTx: 0.04, KillInTx: 0.02, PauseInLessor: 0.25, CommitHeld: 0.04,
+		PauseAfterCheck: 0.05, PauseInTx: 0.04, KillInTx: 0.02, PauseInLessor: 0.25, CommitHeld: 0.04, GiveUpAtGrant: 0.1,
 		RandomMin: 2 * ttl, RandomMax: 4 * ttl, RandomKill: 0.3,
 		CrashMin: 5 * ttl, CrashMax: 10 * ttl,
 		// A cluster's fault lasts from a little over a TTL (three

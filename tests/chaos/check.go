@@ -32,6 +32,7 @@ func Checks(doneTolerance time.Duration) []Check {
 		{"no renewal commits after its session ended, in an unstopped process", renewalsEndWithTheirSession(doneTolerance)},
 		{"Wait fails only with the caller's context", waitFailsOnlyWithTheCallersContext},
 		{"Wait returns a live session", waitReturnsALiveSession},
+		{"every grant reported to its caller or released by it", grantsReportedOrReleased},
 		{"no call refused as invalid input", noInvalidInput},
 	}
 }
@@ -336,9 +337,102 @@ func renewalsEndWithTheirSession(tolerance time.Duration) func(h *History) []str
 func waitFailsOnlyWithTheCallersContext(h *History) []string {
 	var bad []string
 	for _, op := range h.opsOf("wait") {
-		if r := op.Result(); r != resultOK && r != resultKilled && (r != resultCanceled || !op.Ret.CtxDone) {
+		if r := op.Result(); r != resultOK && r != resultKilled && (r != resultCanceled && r != resultUnknown || !op.Ret.CtxDone) {
 			bad = append(bad, fmt.Sprintf("%s: Wait for %s failed: %s", op.Worker, op.Call.Resource, op.Ret.Err))
 		}
+	}
+	return bad
+}
+
+// lessorGrant is a grant the lessor's history holds.
+type lessorGrant struct {
+	holder   string
+	released bool // the history holds its release
+}
+
+// lessorGrants are the grants the lessor's history holds, in the order
+// they were made, and the newest epoch of each resource.
+func (h *History) lessorGrants() (grants map[key]*lessorGrant, order []key, newest map[string]int64) {
+	grants, newest = map[key]*lessorGrant{}, map[string]int64{}
+	for _, w := range h.LessorRows {
+		k := key{w.Resource, w.Epoch}
+		switch g := grants[k]; {
+		case g == nil && w.Held:
+			grants[k] = &lessorGrant{holder: w.Holder}
+			order = append(order, k)
+			newest[w.Resource] = max(newest[w.Resource], w.Epoch)
+		case g != nil && !w.Held:
+			g.released = true
+		}
+	}
+	return grants, order, newest
+}
+
+// grantsReportedOrReleased: every grant the lessor's history holds
+// (issue 20: a grant that took effect while Wait said only that its
+// context had ended) was released by its holder, or reported to it by
+// Wait: a session (Wait returned it), or a lease in doubt that Wait's
+// error says may still be held. Released means: the history holds the
+// release, or the holder's release of that epoch found it over (expired,
+// or superseded by a later grant the history holds), which is what a
+// session's release of a lease in doubt answers when the doubt outlasted
+// the lease. A holder killed in the Wait that made the grant told
+// nobody, and is no caller any more.
+func grantsReportedOrReleased(h *History) []string {
+	grants, order, newest := h.lessorGrants()
+	over := map[string]bool{} // by holder, resource and epoch: its own release found it over
+	for _, r := range h.opsOf("release", resultExpired, resultNotHolder) {
+		if r.Result() == resultExpired || newest[r.Call.Resource] > r.Call.Epoch {
+			over[fmt.Sprint(r.Call.Holder, r.Call.Resource, r.Call.Epoch)] = true
+		}
+	}
+	reported, killed := map[string]bool{}, map[string]bool{}
+	waits := map[string][]*Op{}
+	for _, w := range h.opsOf("wait") {
+		waits[w.Worker] = append(waits[w.Worker], w)
+		switch r := w.Result(); {
+		case r == resultKilled:
+			killed[fmt.Sprint(w.Worker, w.Call.Resource)] = true
+		case w.Ret.Lease != nil && (r == resultOK || r == resultUnknown && !w.Ret.Released):
+			reported[fmt.Sprint(w.Worker, w.Call.Resource, w.Ret.Lease.Epoch)] = true
+		}
+	}
+	// The Wait each acquire that named an epoch was made in: the worker's
+	// latest Wait called before it.
+	within := map[string]*Op{}
+	for _, a := range h.opsOf("acquire") {
+		if a.Ret == nil || a.Ret.Lease == nil {
+			continue
+		}
+		for _, w := range waits[a.Worker] {
+			if w.Call.T <= a.Call.T {
+				within[fmt.Sprint(a.Worker, a.Call.Resource, a.Ret.Lease.Epoch)] = w
+			}
+		}
+	}
+	var bad []string
+	for _, k := range order {
+		g := grants[k]
+		id := fmt.Sprint(g.holder, k.resource, k.epoch)
+		if g.released || over[id] || reported[id] {
+			continue
+		}
+		w := within[id]
+		if w == nil && killed[fmt.Sprint(g.holder, k.resource)] || w != nil && w.Ret == nil {
+			continue // its holder was killed during the Wait
+		}
+		said := "no acquire of its named that epoch"
+		if w != nil {
+			said = fmt.Sprintf("its Wait returned %s", w.Result())
+			if l := w.Ret.Lease; l != nil {
+				said += fmt.Sprintf(" naming epoch %d", l.Epoch)
+			}
+			if w.Ret.Err != "" {
+				said += ": " + w.Ret.Err
+			}
+		}
+		bad = append(bad, fmt.Sprintf("%s: epoch %d of %s was granted to it, never released, and never reported: %s",
+			g.holder, k.epoch, k.resource, said))
 	}
 	return bad
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases/etcd"
@@ -54,6 +55,9 @@ type Config struct {
 	PauseMin, PauseMax time.Duration
 	// The chance of a fault at each announced point.
 	PauseAfterCheck, PauseInTx, KillInTx, PauseInLessor, CommitHeld float64
+	// On etcd, the chance that a Wait is given up while its grant's
+	// answer comes back.
+	GiveUpAtGrant float64
 	// A fault at a random moment comes every RandomMin to RandomMax; it
 	// is a kill with chance RandomKill, a stop otherwise.
 	RandomMin, RandomMax time.Duration
@@ -84,6 +88,9 @@ const (
 	faultLeaderKilled      = "etcd leader killed, then restarted"
 	faultLeaderPaused      = "etcd leader paused, then continued"
 	faultFollowerPaused    = "etcd follower paused, then continued"
+	// On etcd, the caller's: Wait's context ends while its grant's answer
+	// comes back, and the answer is lost (issue 20).
+	faultGiveUpAtGrant = "Wait given up as its grant's answer comes back"
 )
 
 // clusterFaults are the etcd cluster's faults, in the order the figures
@@ -477,6 +484,7 @@ func (c *controller) kinds() []string {
 		// No lessor's write lock to hold: etcd's transactions hold none.
 		kinds = slices.DeleteFunc(kinds, func(k string) bool { return k == faultPauseInLessor })
 		kinds = append(kinds, clusterFaults...)
+		kinds = append(kinds, faultGiveUpAtGrant)
 	}
 	return kinds
 }
@@ -532,6 +540,9 @@ func (c *controller) at(p *proc, at chaos.Record) {
 		c.pause(p, faultCommitHeld, "go", at.Pid)
 	case point == "lessor-locked" && c.othersHold(p) && c.chance(faultPauseInLessor, c.cfg.PauseInLessor):
 		c.pause(p, faultPauseInLessor, "go", 0)
+	case point == "grant-sent" && c.chance(faultGiveUpAtGrant, c.cfg.GiveUpAtGrant):
+		c.faults[faultGiveUpAtGrant]++
+		c.answer(p, chaos.AnswerGiveUp)
 	default:
 		c.answer(p, "go")
 	}
@@ -802,7 +813,7 @@ func (c *controller) history(ctx context.Context) *chaos.History {
 	readPairs(ctx, c.t, db, `SELECT resource, epoch FROM `+fence.DefaultTable, h.Fences)
 	readPairs(ctx, c.t, db, `SELECT resource, seq FROM chaos_counters`, h.Counters)
 	if c.cluster != nil {
-		c.readEtcdEpochs(ctx, h.Epochs)
+		c.readEtcd(ctx, h)
 		return h
 	}
 	if c.cfg.Guarded {
@@ -818,26 +829,53 @@ func (c *controller) history(ctx context.Context) *chaos.History {
 	return h
 }
 
-// readEtcdEpochs reads the last epoch of each resource from the etcd
-// cluster's lease rows (the etcd store's keys under etcd.DefaultPrefix).
-func (c *controller) readEtcdEpochs(ctx context.Context, into map[string]int64) {
+// readEtcd reads, from the etcd cluster's lease rows (the etcd store's
+// keys under etcd.DefaultPrefix), the last epoch of each resource, and
+// every write of the rows from the cluster's history (nothing compacts
+// it): a watch from the first revision, up to the rows' latest write.
+func (c *controller) readEtcd(ctx context.Context, h *chaos.History) {
 	client, err := c.cluster.Client(ctx)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	defer client.Close()
 	prefix := etcd.DefaultPrefix + "authority/"
-	resp, err := client.Get(ctx, prefix, clientv3.WithPrefix())
+	decode := func(kv *mvccpb.KeyValue) (string, rules.LeaseRow) {
+		var row rules.LeaseRow
+		if err := json.Unmarshal(kv.Value, &row); err != nil {
+			c.t.Fatalf("the lease row %s at revision %d: %v", kv.Key, kv.ModRevision, err)
+		}
+		return strings.TrimPrefix(string(kv.Key), prefix), row
+	}
+	now, err := client.Get(ctx, prefix, clientv3.WithPrefix())
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	for _, kv := range resp.Kvs {
-		var row rules.LeaseRow
-		if err := json.Unmarshal(kv.Value, &row); err != nil {
-			c.t.Fatalf("the lease row %s: %v", kv.Key, err)
-		}
-		into[strings.TrimPrefix(string(kv.Key), prefix)] = row.Epoch
+	var last int64
+	for _, kv := range now.Kvs {
+		resource, row := decode(kv)
+		h.Epochs[resource] = row.Epoch
+		last = max(last, kv.ModRevision)
 	}
+	watch, stop := context.WithCancel(ctx)
+	defer stop()
+	h.LessorRows = []chaos.RowWrite{}
+	for resp := range client.Watch(watch, prefix, clientv3.WithPrefix(), clientv3.WithRev(1)) {
+		if err := resp.Err(); err != nil {
+			c.t.Fatalf("the lease rows' history: %v", err)
+		}
+		var reached int64
+		for _, ev := range resp.Events {
+			resource, row := decode(ev.Kv)
+			h.LessorRows = append(h.LessorRows, chaos.RowWrite{Resource: resource, Holder: row.Holder, Epoch: row.Epoch,
+				Held: row.Held, Revision: ev.Kv.ModRevision})
+			reached = max(reached, ev.Kv.ModRevision)
+		}
+		if reached >= last {
+			return
+		}
+	}
+	c.t.Fatalf("the lease rows' history ended before revision %d: %v", last, ctx.Err())
 }
 
 func readPairs(ctx context.Context, t *testing.T, db *sql.DB, query string, into map[string]int64) {

@@ -80,6 +80,18 @@ type History struct {
 	// Held are the guarded variant's COMMITs held with their backend
 	// stopped, as the controller saw them when it continued the backend.
 	Held []HeldCommit
+	// LessorRows is, on etcd, every write of the lessor's lease rows in
+	// the cluster's history, in revision order; nil elsewhere.
+	LessorRows []RowWrite
+}
+
+// RowWrite is one write of a resource's lease row, as the lessor's
+// history holds it.
+type RowWrite struct {
+	Resource, Holder string
+	Epoch            int64
+	Held             bool
+	Revision         int64
 }
 
 // Read adds the records a worker wrote on r to h. A last line cut short

@@ -22,7 +22,9 @@ type Record struct {
 	//     written to the server),
 	//     "lessor-locked" (inside an acquire, holding the lessor's write
 	//     lock), "granted" (the guarded variant: granted, the tenure not
-	//     begun; Resource and Epoch say which);
+	//     begun; Resource and Epoch say which), "grant-sent" (on etcd: an
+	//     acquire's transaction that writes, about to be sent; the
+	//     answer may be AnswerGiveUp);
 	//   - "done": a session's Done closed;
 	//   - "lessor-commit": a transaction on the lessor's file began to
 	//     commit (SQLite's commit hook), or a transaction that writes was
@@ -67,6 +69,10 @@ type Record struct {
 	// CtxDone says, for a failed Wait, whether the worker's own context
 	// (the caller's) had ended.
 	CtxDone bool `json:"ctx_done,omitempty"`
+	// Released says, for a Wait that returned a *session.OutcomeError
+	// (its Lease is then the lease in doubt), that the error says the
+	// lease is not held.
+	Released bool `json:"released,omitempty"`
 
 	// For "done": the session's deadline (a tick) when Done closed; for
 	// a Wait's "ret", the deadline of the session it returned.

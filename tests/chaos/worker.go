@@ -23,6 +23,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	modernc "modernc.org/sqlite"
 
 	"leases"
@@ -144,7 +145,23 @@ type worker struct {
 	committingOp atomic.Pointer[string]
 	// lastAnswer is the controller's last answer to an "at".
 	lastAnswer atomic.Value
+	// On etcd: acquiring is set while the recorder's Acquire runs, so
+	// that an acquire's transaction that writes is announced ("grant-sent")
+	// as it is sent; after the controller's AnswerGiveUp there, the
+	// current Wait's context (waitCancel) ends as the answer comes back.
+	acquiring  atomic.Bool
+	waitCancel atomic.Pointer[context.CancelCauseFunc]
 }
+
+// AnswerGiveUp is the controller's answer to "grant-sent": the worker's
+// Wait is given up (its context ends, as a caller's that stopped
+// waiting) while the acquire's answer is on its way back, and the answer
+// is lost: the grant took effect (if its compare held) and Wait's
+// context has ended (issue 20).
+const AnswerGiveUp = "give-up"
+
+// errGaveUp is the cause of a Wait's context that AnswerGiveUp ended.
+var errGaveUp = errors.New("the caller gave up as its grant's answer came back")
 
 // RunWorker is the worker role: it reads its WorkerConfig from the
 // environment and runs the service path in a loop until its standard
@@ -273,10 +290,25 @@ func (w *worker) runOnEtcd(ctx context.Context, db *sql.DB, fences *fence.Table)
 // from then on the cluster may apply it, whatever the call's context
 // does.
 func (w *worker) sentWrites(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if txn, ok := req.(*etcdserverpb.TxnRequest); ok && len(txn.Success) > 0 {
-		w.emit(&Record{Kind: "lessor-commit"})
+	txn, ok := req.(*etcdserverpb.TxnRequest)
+	if !ok || len(txn.Success) == 0 {
+		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	return invoker(ctx, method, req, reply, cc, opts...)
+	giveUp := false
+	if w.acquiring.Load() {
+		w.at("grant-sent")
+		giveUp = w.lastAnswer.Load() == AnswerGiveUp
+	}
+	w.emit(&Record{Kind: "lessor-commit"})
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if cancel := w.waitCancel.Load(); giveUp && cancel != nil {
+		// The caller gave up while the answer was on its way back: the
+		// grant took effect if etcd applied it, and the call knows only
+		// that its context ended.
+		(*cancel)(errGaveUp)
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return err
 }
 
 // backOff waits after a failure of a store (a database server that is
@@ -293,9 +325,20 @@ func (w *worker) backOff(ctx context.Context) {
 func (w *worker) job(ctx context.Context, lessor leases.Lessor, db *sql.DB, fences *fence.Table, resource string) error {
 	opts := session.Options{TTL: w.cfg.TTL}
 	id := w.call(Record{Op: "wait", Resource: resource, Holder: w.cfg.Holder})
-	s, err := session.Wait(ctx, lessor, resource, w.cfg.Holder, opts)
+	// The Wait's own context: the worker's, or ended by AnswerGiveUp.
+	waitCtx, giveUp := context.WithCancelCause(ctx)
+	defer giveUp(nil)
+	w.waitCancel.Store(&giveUp)
+	s, err := session.Wait(waitCtx, lessor, resource, w.cfg.Holder, opts)
+	w.waitCancel.Store(nil)
 	if err != nil {
-		w.ret(id, Record{Result: resultOf(err), Err: err.Error(), CtxDone: ctx.Err() != nil})
+		r := Record{Result: resultOf(err), Err: err.Error(), CtxDone: waitCtx.Err() != nil}
+		// What Wait told its caller of a lease it may hold.
+		var unknown *session.OutcomeError
+		if errors.As(err, &unknown) {
+			r.Lease, r.Released = &unknown.Lease, unknown.Released
+		}
+		w.ret(id, r)
 		return err
 	}
 	lease := s.Lease()
@@ -594,7 +637,9 @@ var (
 
 func (r *recorder) Acquire(ctx context.Context, resource, holder string, now, ttl int64) (leases.Lease, error) {
 	id := r.w.call(Record{Op: "acquire", Resource: resource, Holder: holder, Now: now, TTL: ttl})
+	r.w.acquiring.Store(true)
 	lease, err := r.auth.Acquire(ctx, resource, holder, now, ttl)
+	r.w.acquiring.Store(false)
 	r.w.ret(id, leaseRecord(lease, err))
 	return lease, err
 }

@@ -3,7 +3,6 @@ package etcdstore_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +26,7 @@ func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	atCommit := &endAtCommit{KV: c.KV}
+	atCommit := &hookedKV{KV: c.KV}
 	c.KV = atCommit
 	store := etcd.New(c, etcd.Options{CallTimeout: callBound(t)})
 	a := store.Authority()
@@ -60,7 +59,10 @@ func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 	endedAtCommit := func() context.Context {
 		ctx, cancel := context.WithCancel(ctx)
 		t.Cleanup(cancel)
-		atCommit.end.Store(&cancel)
+		atCommit.onCommit(func(txn *hookedTxn) (*clientv3.TxnResponse, error) {
+			cancel()
+			return txn.Txn.Commit()
+		})
 		return ctx
 	}
 	// A store that has seen nothing guesses the row absent, which decides
@@ -92,34 +94,4 @@ func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 	if _, err := a.Renew(ctx, held, 2, 100); err != nil {
 		t.Fatalf("renew after the quorum came back: %v", err)
 	}
-}
-
-// endAtCommit is the client's KV, but a transaction's Commit first calls
-// the function in end, once, if one is set: a test ends the call's
-// context at the moment the transaction is handed to etcd's client.
-type endAtCommit struct {
-	clientv3.KV
-	end atomic.Pointer[context.CancelFunc]
-}
-
-func (k *endAtCommit) Txn(ctx context.Context) clientv3.Txn {
-	return &endingTxn{Txn: k.KV.Txn(ctx), kv: k}
-}
-
-type endingTxn struct {
-	clientv3.Txn
-	kv *endAtCommit
-}
-
-func (t *endingTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
-
-func (t *endingTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
-
-func (t *endingTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
-
-func (t *endingTxn) Commit() (*clientv3.TxnResponse, error) {
-	if end := t.kv.end.Swap(nil); end != nil {
-		(*end)()
-	}
-	return t.Txn.Commit()
 }
