@@ -99,6 +99,9 @@ func (s *Store) decide(ctx context.Context, resource, mode string,
 	decide func(row rules.LeaseRow, found bool, clock int64) (rules.LeaseRow, error)) error {
 	return s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		row, found, clock, err := s.lockLease(ctx, tx, resource, mode)
+		if err == nil && !found && mode == lockRenew {
+			row, found, clock, err = s.awaitFirstRow(ctx, tx, resource)
+		}
 		if err != nil {
 			return false, err
 		}
@@ -109,6 +112,30 @@ func (s *Store) decide(ctx context.Context, resource, mode string,
 		step(ctx, "write")
 		return true, s.putLease(ctx, tx, resource, next, found)
 	})
+}
+
+// awaitFirstRow waits, in tx, for a first acquire of resource that is
+// still committing, and reads the row again: a renewal or a release that
+// finds no row must not be refused while the grant it is about (one whose
+// outcome was unknown to its caller, who now releases what it may hold)
+// can still commit after it, or the caller would be told that nothing is
+// held while the lease comes to life. An uncommitted first row has no row
+// lock to wait for, but inserting the same key waits for it: a probe
+// insert, in a savepoint rolled back at once, does (and, under REPEATABLE
+// READ and SERIALIZABLE, fails with a serialization failure when that row
+// committed after the snapshot, which inTx tries again).
+func (s *Store) awaitFirstRow(ctx context.Context, tx *sql.Tx, resource string) (rules.LeaseRow, bool, int64, error) {
+	_, err := tx.ExecContext(ctx, `SAVEPOINT first_row`)
+	if err == nil {
+		_, err = tx.ExecContext(ctx, s.sql.probeFirstRow, resource)
+	}
+	if err == nil {
+		_, err = tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT first_row`)
+	}
+	if err != nil {
+		return rules.LeaseRow{}, false, 0, fmt.Errorf("wait for a first acquire still committing: %w", err)
+	}
+	return s.lockLease(ctx, tx, resource, lockRenew)
 }
 
 // lockLease locks resource's row in tx in mode and reads it, with the

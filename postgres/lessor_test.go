@@ -208,3 +208,47 @@ func (r *refusals) Acquire(ctx context.Context, resource, holder string, ttl tim
 	}
 	return lease, err
 }
+
+// A release that finds no row for the resource waits for a first acquire
+// of it that is still committing, and then releases the lease that
+// acquire granted: a caller that releases what an acquire with an unknown
+// outcome may have granted (session's OutcomeError) is not told that
+// nothing is held while the grant can still come to life.
+func TestAReleaseWaitsForAFirstAcquireStillCommitting(t *testing.T) {
+	ctx := fencetest.Context(t)
+	db := database(t, 0)
+	store := newStore(t, db.DB, postgres.Options{})
+	atCommit, commit := make(chan struct{}), make(chan struct{})
+	held := postgres.WithStep(ctx, func(step string) {
+		if step == "commit" {
+			close(atCommit)
+			<-commit
+		}
+	})
+	type granted struct {
+		lease leases.Lease
+		err   error
+	}
+	acquired := make(chan granted, 1)
+	go func() {
+		lease, err := store.Lessor().Acquire(held, "first", "A", time.Minute)
+		acquired <- granted{lease, err}
+	}()
+	<-atCommit // the first row is written, not committed
+	wouldBe := leases.Lease{Resource: "first", Holder: "A", Epoch: 1}
+	released := make(chan error, 1)
+	go func() { released <- store.Lessor().Release(ctx, wouldBe) }()
+	if !awaitLockWaitOr(t, db.DB, released, nil) {
+		t.Fatalf("the release answered %v while the first acquire was still committing", <-released)
+	}
+	close(commit)
+	if g := <-acquired; g.err != nil || g.lease.Epoch != 1 {
+		t.Fatalf("the first acquire: %+v, %v", g.lease, g.err)
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("the release of the lease the first acquire granted: %v", err)
+	}
+	if lease, live, err := store.Lessor().Holder(ctx, "first"); err != nil || live {
+		t.Fatalf("after the release: %+v live %v, %v; want nothing live", lease, live, err)
+	}
+}

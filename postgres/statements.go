@@ -109,6 +109,12 @@ $live$`
 	END IF;
 END $create$`
 
+	// probeFirstRowTemplate inserts a resource's first row, released,
+	// only to wait for another transaction's first row of it: see
+	// Store.awaitFirstRow, which rolls it back.
+	probeFirstRowTemplate = `INSERT INTO "{authority}" (resource, epoch, holder, granted_at, expires_at, last_tick)
+	VALUES ($1, 1, NULL, 0, 0, 0) ON CONFLICT (resource) DO NOTHING`
+
 	readUnfencedTemplate  = `SELECT epoch, value FROM "{unfenced}" WHERE resource = $1`
 	writeUnfencedTemplate = `INSERT INTO "{unfenced}" (resource, epoch, value) VALUES ($1, $2, $3)
 	ON CONFLICT (resource) DO UPDATE SET epoch = excluded.epoch, value = excluded.value`
@@ -124,6 +130,7 @@ type statements struct {
 	peek          string
 	updateLease   string
 	insertLease   string
+	probeFirstRow string
 	readUnfenced  string
 	writeUnfenced string
 }
@@ -145,6 +152,7 @@ func newStatements(tables tableNames) statements {
 		peek:          read(""),
 		updateLease:   names.Replace(updateLeaseTemplate),
 		insertLease:   names.Replace(insertLeaseTemplate),
+		probeFirstRow: names.Replace(probeFirstRowTemplate),
 		readUnfenced:  names.Replace(readUnfencedTemplate),
 		writeUnfenced: names.Replace(writeUnfencedTemplate),
 	}

@@ -26,9 +26,8 @@ import (
 //     or it had expired), decided after the acquire could take effect:
 //     an acquire still on its way can no longer take effect (on etcd its
 //     transaction fails; on PostgreSQL the release waits for its row
-//     lock, except on a resource's first acquire, whose row does not
-//     exist yet to lock: see docs/service.md, "Errors"). The epoch may
-//     have been consumed.
+//     lock, or, on a resource's first acquire, for its first row to be
+//     committed or not). The epoch may have been consumed.
 //   - Not Released: the lease may be live, under the holder's name, until
 //     Lease.ExpiresAt (a tick of the lessor's clock): do not act on it,
 //     and expect another holder to wait until then. ReleaseErr says why
