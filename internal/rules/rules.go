@@ -261,11 +261,12 @@ func NotLive(row LeaseRow, found bool, held leases.Lease, now int64) error {
 	switch {
 	case !found:
 		return fmt.Errorf("%w (%w): %q was never leased", leases.ErrNotLive, leases.ErrNotHolder, held.Resource)
+	case row.Epoch == held.Epoch && !row.Held:
+		// Before the holder's comparison: a released row keeps no holder.
+		return fmt.Errorf("%w (%w): epoch %d of %q was released", leases.ErrNotLive, leases.ErrNotHolder, held.Epoch, held.Resource)
 	case row.Epoch != held.Epoch || row.Holder != held.Holder:
 		return fmt.Errorf("%w (%w): %q is at epoch %d, not %q's epoch %d",
 			leases.ErrNotLive, leases.ErrNotHolder, held.Resource, row.Epoch, held.Holder, held.Epoch)
-	case !row.Held:
-		return fmt.Errorf("%w (%w): epoch %d of %q was released", leases.ErrNotLive, leases.ErrNotHolder, held.Epoch, held.Resource)
 	}
 	return fmt.Errorf("%w (%w): epoch %d of %q expired at tick %d, %d ms before the check",
 		leases.ErrNotLive, leases.ErrLeaseExpired, held.Epoch, held.Resource, row.ExpiresAt, now-row.ExpiresAt)
