@@ -276,10 +276,11 @@ func NotLive(row LeaseRow, found bool, held leases.Lease, now int64) error {
 	switch {
 	case !found:
 		return fmt.Errorf("%w (%w): %q was never leased", leases.ErrNotLive, leases.ErrNotHolder, held.Resource)
+	case row.Epoch == held.Epoch && !row.Held:
+		// Before the holder's comparison: a released row keeps no holder.
+		return fmt.Errorf("%w (%w): epoch %d of %q was released", leases.ErrNotLive, leases.ErrNotHolder, held.Epoch, held.Resource)
 	case row.Epoch != held.Epoch || row.Holder != held.Holder:
 		return fmt.Errorf("%w (%w): %s", leases.ErrNotLive, leases.ErrNotHolder, Mismatch(row, held, now))
-	case !row.Held:
-		return fmt.Errorf("%w (%w): epoch %d of %q was released", leases.ErrNotLive, leases.ErrNotHolder, held.Epoch, held.Resource)
 	}
 	return fmt.Errorf("%w (%w): epoch %d of %q expired at tick %d, %d ms before the check",
 		leases.ErrNotLive, leases.ErrLeaseExpired, held.Epoch, held.Resource, row.ExpiresAt, now-row.ExpiresAt)
