@@ -54,6 +54,11 @@ type Row struct {
 	Resource     string
 	Seq, Epoch   int64
 	Writer, OpID string
+	// CommittedAt is when the row's transaction committed on the
+	// server's clock, in nanoseconds since the Unix epoch (PostgreSQL's
+	// commit timestamp, to the microsecond): 0 where the server does not
+	// keep them (track_commit_timestamp, in the guarded variant only).
+	CommittedAt int64
 }
 
 // History is what a run left: the workers' records, the controller's
@@ -80,6 +85,10 @@ type History struct {
 	// Held are the guarded variant's COMMITs held with their backend
 	// stopped, as the controller saw them when it continued the backend.
 	Held []HeldCommit
+	// Killed is when the controller killed each worker it killed (wall
+	// clock, nanoseconds), by holder: no call of that worker's can have
+	// sent anything later.
+	Killed map[string]int64
 }
 
 // Read adds the records a worker wrote on r to h. A last line cut short
