@@ -209,8 +209,8 @@ func (c *controller) check(h *chaos.History, ran time.Duration) {
 	all, undisturbed := h.ReleaseToGrant()
 	t.Logf("from a release to the next grant to a waiting worker: %s; while no process was stopped: %s", spread(all), spread(undisturbed))
 	r := h.Resolutions()
-	t.Logf("unknown outcomes of transactions: %d, of which %d not resolved (the worker killed first); Resolve answered committed %d, not committed %d, still unknown %d, killed during it %d; wrong answers %d",
-		r.Unknown, r.Unresolved, r.Committed, r.NotCommitted, r.StillUnknown, r.Killed, r.Wrong)
+	t.Logf("unknown outcomes of transactions: %d, of which %d not resolved (the worker killed first) and %d still unknown after its last Resolve; Resolve calls answered committed %d, not committed %d, still unknown %d, killed during the call %d; wrong answers %d",
+		r.Unknown, r.Unresolved, r.StillUnknown, r.Calls.Committed, r.Calls.NotCommitted, r.Calls.Unknown, r.Calls.Killed, r.Calls.Wrong)
 	if c.cfg.Guarded {
 		c.logGuarded(h)
 	}

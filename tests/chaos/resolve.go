@@ -55,43 +55,48 @@ func resolvedRight(h *History) []string {
 type Resolutions struct {
 	// Unknown are the transactions whose Tx returned an unknown outcome;
 	// Unresolved, those of them for which no Resolve was called (the
-	// worker was killed first).
-	Unknown, Unresolved int
-	// The answers: Committed, NotCommitted, StillUnknown (an error
-	// matching leases.ErrOutcomeUnknown), and Killed (the worker was
-	// killed during the call); Wrong are the answers that the database
+	// worker was killed first); StillUnknown, those whose last Resolve
+	// still could not tell.
+	Unknown, Unresolved, StillUnknown int
+	// The answers of the Resolve calls: Committed, NotCommitted, Unknown
+	// (an error matching leases.ErrOutcomeUnknown, after which the worker
+	// asks again within its bound), and Killed (the worker was killed
+	// during the call); Wrong are the answers that the database
 	// contradicts (each a violation of resolvedRight).
-	Committed, NotCommitted, StillUnknown, Killed, Wrong int
+	Calls struct{ Committed, NotCommitted, Unknown, Killed, Wrong int }
 }
 
 // Resolutions counts h's unknown outcomes and their resolutions.
 func (h *History) Resolutions() Resolutions {
 	var r Resolutions
 	rows := h.rowsByOp()
-	resolved := map[string]bool{}
+	last := map[string]string{} // by OpID: the last Resolve's result
 	for _, op := range h.opsOf("resolve") {
-		resolved[op.Call.OpID] = true
+		last[op.Call.OpID] = op.Result()
 		_, committed := rows[op.Call.OpID]
 		switch op.Result() {
 		case resultKilled:
-			r.Killed++
+			r.Calls.Killed++
 		case resultUnknown:
-			r.StillUnknown++
+			r.Calls.Unknown++
 		case resultOK:
 			if op.Ret.Committed {
-				r.Committed++
+				r.Calls.Committed++
 			} else {
-				r.NotCommitted++
+				r.Calls.NotCommitted++
 			}
 			if op.Ret.Committed != committed {
-				r.Wrong++
+				r.Calls.Wrong++
 			}
 		}
 	}
 	for _, tx := range h.opsOf("tx", resultUnknown) {
 		r.Unknown++
-		if !resolved[tx.Call.OpID] {
+		switch last[tx.Call.OpID] {
+		case "":
 			r.Unresolved++
+		case resultUnknown:
+			r.StillUnknown++
 		}
 	}
 	return r

@@ -422,17 +422,20 @@ func (w *worker) transact(ctx context.Context, tenure tenure, tx Record) error {
 	return err
 }
 
-// resolveTTLs is how many TTLs a worker's Resolve may wait for a
-// transaction whose outcome is unknown to end: more than twice the
-// longest stop of the controller's (2.5 TTLs, with its backend), so that
-// only a server that is down, or a row held open longer than that by
-// another transaction, leaves the outcome still unknown.
+// resolveTTLs is how long, in TTLs, a worker tries to resolve a
+// transaction whose outcome is unknown: more than twice the longest stop
+// of the controller's (2.5 TTLs, with its backend) and longer than a
+// crash of the server takes to recover here (under a second), so that
+// only a row held open longer than that by another transaction, or a
+// server down for longer, leaves the outcome still unknown.
 const resolveTTLs = 6
 
 // resolve asks the tenure what became of the transaction tx, whose Tx
 // returned txErr, an unknown outcome, as docs/service.md tells a service
-// to do before it acts on it; records the answer; and returns it
-// (resolved false: still unknown). It waits within a bound of its own,
+// to do before it acts on it, and returns the answer (resolved false:
+// still unknown). Each call is recorded; while the answer is still
+// unknown (the server down, its connection lost) it asks again, after
+// the back-off of a failed call, until its bound of resolveTTLs passes,
 // also after the session's end (which is what most often cut the
 // transaction off). Once resolved, the worker goes on with its tenure,
 // and does the work again after a "not committed": a wrong one then
@@ -440,12 +443,19 @@ const resolveTTLs = 6
 // worker's next transaction has begun (which waits for it at the fence
 // row), and as the work done twice.
 func (w *worker) resolve(ctx context.Context, t tenure, txErr error, tx Record) (resolved, committed bool) {
-	id := w.call(Record{Op: "resolve", Resource: tx.Resource, Holder: tx.Holder, Epoch: tx.Epoch, OpID: tx.OpID})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTTLs*w.cfg.TTL)
 	defer cancel()
-	committed, err := t.Resolve(ctx, txErr)
-	w.ret(id, Record{Result: resultOf(err), Err: errText(err), Committed: committed})
-	return err == nil, committed
+	for {
+		id := w.call(Record{Op: "resolve", Resource: tx.Resource, Holder: tx.Holder, Epoch: tx.Epoch, OpID: tx.OpID})
+		committed, err := t.Resolve(ctx, txErr)
+		w.ret(id, Record{Result: resultOf(err), Err: errText(err), Committed: committed})
+		if err == nil {
+			return true, committed
+		}
+		if w.backOff(ctx); ctx.Err() != nil {
+			return false, false
+		}
+	}
 }
 
 // open opens the worker's own database, one connection, with a way for
