@@ -134,10 +134,12 @@ var errRowMoved = errors.New("a later transaction of the resource has committed 
 // write lock: the transaction committed if the row holds its count and
 // tag, and did not if the count is below it, or is its count with
 // another tag (a later transaction took its place). A "did not" is made
-// final by rewriting the row in a transaction that commits: the frames of
-// a commit that failed to be indexed (an fsync that failed) then lie
-// behind a newer commit, and no later recovery of the log can bring them
-// back.
+// final by rewriting the row with a new tag in a transaction that
+// commits: its frames take the place, in the log, of those of a commit
+// that failed to be indexed (an fsync that failed), whose checksums then
+// no longer follow on, so that no later recovery of the log can bring
+// them back. The tag is new so that the row's bytes change: SQLite
+// writes nothing for an UPDATE that stores what the row holds.
 func (t *Table) resolveSQLite(ctx context.Context, db *sql.DB, resource string, m guard.Marker) (bool, error) {
 	var committed bool
 	err := sqltx.Run(ctx, db, sqltx.Options{}, func(tx *sql.Tx) (bool, error) {
@@ -154,7 +156,11 @@ func (t *Table) resolveSQLite(ctx context.Context, db *sql.DB, resource string, 
 			return false, fmt.Errorf("%w: %w (the row counts %d transactions, this one was %d)",
 				leases.ErrOutcomeUnknown, errRowMoved, seq, m.Seq)
 		}
-		_, err := tx.ExecContext(ctx, t.sql.final, resource)
+		final := newMarker().Tag
+		for final == tag.Int64 || final == m.Tag {
+			final = newMarker().Tag
+		}
+		_, err := tx.ExecContext(ctx, t.sql.final, resource, final)
 		return true, err
 	})
 	return committed, err

@@ -90,11 +90,15 @@ const (
 	// too old to be known.
 	statusTemplate = `SELECT pg_catalog.pg_xact_status($1::pg_catalog.xid8)`
 	// markTemplate (SQLite only) reads an admitted transaction's marker,
-	// and finalTemplate rewrites the row so that a commit frame that
-	// failed to be indexed (an fsync that failed) can never be recovered
-	// into the file by a later open: see resolveSQLite.
+	// and finalTemplate rewrites the row with a new tag so that a commit
+	// frame that failed to be indexed (an fsync that failed) can never be
+	// recovered into the file by a later open: see resolveSQLite. The tag
+	// must change: SQLite writes no page for an UPDATE that stores the
+	// bytes the row holds, and SET tx_tag = tx_tag left the failed
+	// commit's frames in the log for a recovery to bring back
+	// (TestResolveAnswerHoldsAfterRecovery).
 	markTemplate  = `SELECT tx_seq, tx_tag FROM "{table}" WHERE resource = $1`
-	finalTemplate = `UPDATE "{table}" SET tx_tag = tx_tag WHERE resource = $1`
+	finalTemplate = `UPDATE "{table}" SET tx_tag = $2 WHERE resource = $1`
 )
 
 // The marker of an admitted transaction, by dialect. PostgreSQL keeps its

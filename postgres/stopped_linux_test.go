@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"leases"
+	"leases/internal/childtest"
 	"leases/internal/fencetest"
 	"leases/internal/roles"
 	"leases/internal/stopwait"
@@ -105,32 +106,13 @@ func TestStoppedHolderCommitsNothingAfterItsExpiry(t *testing.T) {
 // holder ended before its stop (its lease had run out first).
 func runStoppedHolder(t *testing.T, db *sql.DB, job holderJob) (result holderResult, reached bool) {
 	t.Helper()
-	ctx := fencetest.Context(t)
 	arg, err := json.Marshal(job)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd, err := holderRole.Command(string(arg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopHolder := context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() }) // a hung holder ends with the test
-	defer stopHolder()
-	defer func() { _ = cmd.Wait() }()
-	lines := bufio.NewScanner(out)
+	child := childtest.Start(t, holderRole, string(arg))
+	defer func() { _ = child.Wait() }()
+	cmd, in, lines := child.Cmd, child.In, child.Lines
 	if !lines.Scan() {
 		t.Fatalf("the holder said nothing: %v", lines.Err())
 	}

@@ -45,7 +45,9 @@ const doneTolerance = 50 * time.Millisecond
 // Workers run the service path in a loop while the test stops them after
 // Check, between the fence and COMMIT, while they hold the lessor's write
 // lock and at random moments, kills them and starts them again, and (on
-// PostgreSQL) kills the database server and restarts it; then every
+// PostgreSQL) cuts a transaction off as its COMMIT goes out, its backend
+// stopped, for the worker to resolve, and kills the database server and
+// restarts it; then every
 // safety property is checked on what they recorded and what the
 // databases hold, and the history is checked for linearizability.
 //
@@ -55,7 +57,8 @@ const doneTolerance = 50 * time.Millisecond
 // followers it pauses, and the workers' own database is SQLite; or
 // (postgresql-guarded) docs/postgres.md's path: the leases in the same
 // PostgreSQL database, on the server's clock, and every transaction
-// guarded by LiveTenure, with the checks of the guard.
+// guarded by the store's Tenure, with the checks of the guard (the
+// server keeps commit timestamps for them).
 func TestServicePathUnderChaos(t *testing.T) {
 	for _, v := range []struct {
 		name    string
@@ -77,7 +80,7 @@ func config(t *testing.T, dialect fence.Dialect, etcd bool) Config {
 	cfg := Config{
 		Workers: 4, Resources: 2, TTL: ttl, TxPerTenure: 3, Work: ttl, Duration: 3 * time.Second, Seed: rand.Uint64(),
 		PauseMin: ttl + 50*time.Millisecond, PauseMax: 5 * ttl / 2,
-		PauseAfterCheck: 0.05, PauseInTx: 0.04, KillInTx: 0.02, PauseInLessor: 0.25, CommitHeld: 0.04, GiveUpAtGrant: 0.1,
+		PauseAfterCheck: 0.05, PauseInTx: 0.04, KillInTx: 0.02, PauseInLessor: 0.25, CommitHeld: 0.04, CommitCut: 0.04, GiveUpAtGrant: 0.1,
 		RandomMin: 2 * ttl, RandomMax: 4 * ttl, RandomKill: 0.3,
 		CrashMin: 5 * ttl, CrashMax: 10 * ttl,
 		// A cluster's fault lasts from a little over a TTL (three
@@ -205,6 +208,9 @@ func (c *controller) check(h *chaos.History, ran time.Duration) {
 	}
 	all, undisturbed := h.ReleaseToGrant()
 	t.Logf("from a release to the next grant to a waiting worker: %s; while no process was stopped: %s", spread(all), spread(undisturbed))
+	r := h.Resolutions()
+	t.Logf("unknown outcomes of transactions: %d, of which %d not resolved (the worker killed first) and %d still unknown after its last Resolve; Resolve calls answered committed %d, not committed %d, still unknown %d, killed during the call %d; wrong answers %d",
+		r.Unknown, r.Unresolved, r.StillUnknown, r.Calls.Committed, r.Calls.NotCommitted, r.Calls.Unknown, r.Calls.Killed, r.Calls.Wrong)
 	if c.cfg.Guarded {
 		c.logGuarded(h)
 	}
@@ -223,7 +229,7 @@ func opFigures(h *chaos.History) string {
 	}
 	var parts []string
 	total := 0
-	for _, name := range []string{"wait", "acquire", "renew", "release", "holder", "tenure", "check", "tx", "close"} {
+	for _, name := range []string{"wait", "acquire", "renew", "release", "holder", "tenure", "check", "tx", "resolve", "close"} {
 		var results []string
 		sum := 0
 		for _, r := range sortedKeys(counts[name]) {

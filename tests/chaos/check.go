@@ -26,6 +26,7 @@ func Checks(doneTolerance time.Duration) []Check {
 		{"the fence is the newest committed tenure and covers every row", fenceIsNewestTenure},
 		{"no row commits after a newer tenure began", noStaleRow},
 		{"transactions say what they did", transactionsTellTheTruth},
+		{"every unknown outcome resolved, and resolved right", resolvedRight},
 		{"the lessor's epochs are those granted", lessorEpochs},
 		{"no Check live at or after the lease's expiry", noLateCheck},
 		{"Done at Deadline in an unstopped process", doneOnTime(doneTolerance)},

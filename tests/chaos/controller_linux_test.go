@@ -54,7 +54,7 @@ type Config struct {
 	// so that the lease is given away meanwhile.
 	PauseMin, PauseMax time.Duration
 	// The chance of a fault at each announced point.
-	PauseAfterCheck, PauseInTx, KillInTx, PauseInLessor, CommitHeld float64
+	PauseAfterCheck, PauseInTx, KillInTx, PauseInLessor, CommitHeld, CommitCut float64
 	// On etcd, the chance that a Wait is given up while its grant's
 	// answer comes back.
 	GiveUpAtGrant float64
@@ -78,6 +78,7 @@ const (
 	faultPauseAfterCheck = "stop after Check"
 	faultPauseInTx       = "stop between the fence and COMMIT"
 	faultCommitHeld      = "COMMIT held past the TTL"
+	faultCommitCut       = "COMMIT held, the transaction cut off as it went out, the outcome resolved"
 	faultPauseInLessor   = "stop holding the lessor's write lock while another worker holds a lease"
 	faultPauseRandom     = "stop at a random moment"
 	faultKillInTx        = "kill between the fence and COMMIT"
@@ -185,6 +186,8 @@ type controller struct {
 	backends map[int]bool
 	failures []string
 	guarded  guardedRun // the guarded variant's held COMMITs
+	// killed is when each killed worker was killed, by holder.
+	killed map[string]int64
 }
 
 func run(t *testing.T, cfg Config) {
@@ -192,7 +195,7 @@ func run(t *testing.T, cfg Config) {
 	dir := t.TempDir()
 	c := &controller{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1)), events: make(chan any, 64),
 		live: map[string]*proc{}, faults: map[string]int{}, stopped: map[string][]chaos.Interval{}, backends: map[int]bool{},
-		clusterAt: map[string][]int64{}}
+		clusterAt: map[string][]int64{}, killed: map[string]int64{}}
 	t.Logf("seed %d (LEASES_CHAOS_SEED replays the same choices of faults)", cfg.Seed)
 	c.env = chaos.WorkerConfig{Lessor: dir + "/leases.db", Dialect: fence.SQLite, DSN: "file:" + dir + "/app.db" + sqliteParams,
 		TTL: cfg.TTL, TxPerTenure: cfg.TxPerTenure, Work: cfg.Work}
@@ -200,7 +203,7 @@ func run(t *testing.T, cfg Config) {
 		c.env.Resources = append(c.env.Resources, fmt.Sprintf("job-%d", i))
 	}
 	if cfg.Dialect == fence.PostgreSQL {
-		c.server = pgtest.New(t)
+		c.server = pgtest.New(t, serverSettings(cfg)...)
 		c.env.Dialect, c.env.DSN = fence.PostgreSQL, c.server.DSN("postgres")
 	}
 	if cfg.Etcd {
@@ -478,7 +481,7 @@ func (c *controller) kinds() []string {
 		kinds = append(kinds, faultStaleAfterCheck)
 	}
 	if c.server != nil {
-		kinds = append(kinds, faultServerCrash)
+		kinds = append(kinds, faultCommitCut, faultServerCrash)
 	}
 	if c.cluster != nil {
 		// No lessor's write lock to hold: etcd's transactions hold none.
@@ -533,6 +536,8 @@ func (c *controller) at(p *proc, at chaos.Record) {
 		c.kill(p, faultKillInTx)
 	case point == "fenced" && c.chance(faultPauseInTx, c.cfg.PauseInTx):
 		c.pause(p, faultPauseInTx, "go", 0)
+	case point == "sending" && at.Pid != 0 && c.chance(faultCommitCut, c.cfg.CommitCut):
+		c.cut(p, at)
 	case point == "committing" && c.chance(faultCommitHeld, c.cfg.CommitHeld):
 		// On PostgreSQL the worker's backend too, which holds the
 		// transaction and has the COMMIT to read.
@@ -581,13 +586,8 @@ func (c *controller) answer(p *proc, answer string) {
 // answer if it waits for one. The answer is written before SIGCONT, so
 // that p goes on from where it stopped at once.
 func (c *controller) pause(p *proc, kind, answer string, backend int) {
-	if backend != 0 {
-		if err := syscall.Kill(backend, syscall.SIGSTOP); err != nil {
-			c.failures = append(c.failures, fmt.Sprintf("stop the backend %d of %s: %v", backend, p.holder, err))
-			return
-		}
-		c.backends[backend] = true
-		time.AfterFunc(c.interval(c.cfg.PauseMin, c.cfg.PauseMax), func() { c.events <- backendEvent{backend} })
+	if backend != 0 && !c.stopBackend(p, backend) {
+		return
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		c.failures = append(c.failures, fmt.Sprintf("stop %s: %v", p.holder, err))
@@ -596,6 +596,37 @@ func (c *controller) pause(p *proc, kind, answer string, backend int) {
 	p.pausedSince = time.Now().UnixNano()
 	c.faults[kind]++
 	time.AfterFunc(c.interval(c.cfg.PauseMin, c.cfg.PauseMax), func() { c.events <- resumeEvent{p, answer} })
+}
+
+// stopBackend stops p's database backend with SIGSTOP for a fault's
+// length, and then continues it; false when it could not be stopped.
+func (c *controller) stopBackend(p *proc, backend int) bool {
+	if err := syscall.Kill(backend, syscall.SIGSTOP); err != nil {
+		c.failures = append(c.failures, fmt.Sprintf("stop the backend %d of %s: %v", backend, p.holder, err))
+		return false
+	}
+	c.backends[backend] = true
+	time.AfterFunc(c.interval(c.cfg.PauseMin, c.cfg.PauseMax), func() { c.events <- backendEvent{backend} })
+	return true
+}
+
+// cut answers p, about to write a tenure's COMMIT, with
+// chaos.AnswerCut: its backend is stopped first, so that it reads the
+// COMMIT only when it continues, after p's transaction was cut off (its
+// connection given up) and p has begun to resolve the outcome. A backend
+// with a SIGSTOP pending runs no more of its own code: the COMMIT written
+// after kill(2) returned waits for the SIGCONT. p's session goes on
+// renewing the lease (on connections of its own), so that the COMMIT,
+// when the backend reads it, may commit: a Resolve that answered "not
+// committed" before the backend was done would then be wrong.
+func (c *controller) cut(p *proc, at chaos.Record) {
+	if !c.stopBackend(p, at.Pid) {
+		c.answer(p, "go")
+		return
+	}
+	c.holdCommit(at)
+	c.faults[faultCommitCut]++
+	c.answer(p, chaos.AnswerCut)
 }
 
 func (c *controller) resume(p *proc, answer string) {
@@ -622,6 +653,7 @@ func (c *controller) resume(p *proc, answer string) {
 func (c *controller) kill(p *proc, kind string) {
 	p.killed = true
 	_ = p.cmd.Process.Kill()
+	c.killed[p.holder] = time.Now().UnixNano()
 	c.faults[kind]++
 	if p.pausedSince != 0 {
 		c.stopped[p.holder] = append(c.stopped[p.holder], chaos.Interval{From: p.pausedSince, To: time.Now().UnixNano()})
@@ -769,7 +801,8 @@ func (c *controller) interval(lo, hi time.Duration) time.Duration {
 
 // history gathers the workers' records and the databases' final state.
 func (c *controller) history(ctx context.Context) *chaos.History {
-	h := &chaos.History{Stopped: c.stopped, Fences: map[string]int64{}, Counters: map[string]int64{}, Epochs: map[string]int64{}}
+	h := &chaos.History{Stopped: c.stopped, Fences: map[string]int64{}, Counters: map[string]int64{}, Epochs: map[string]int64{},
+		Killed: c.killed}
 	if dir := os.Getenv(keepEnv); dir != "" {
 		if err := os.MkdirAll(filepath.Join(dir, c.t.Name()), 0o755); err != nil {
 			c.t.Error(err)
@@ -796,13 +829,13 @@ func (c *controller) history(ctx context.Context) *chaos.History {
 	}
 	db := c.open()
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT resource, seq, epoch, writer, op FROM chaos_rows`)
+	rows, err := db.QueryContext(ctx, `SELECT resource, seq, epoch, writer, op, `+c.committedAt()+` FROM chaos_rows`)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	for rows.Next() {
 		var r chaos.Row
-		if err := rows.Scan(&r.Resource, &r.Seq, &r.Epoch, &r.Writer, &r.OpID); err != nil {
+		if err := rows.Scan(&r.Resource, &r.Seq, &r.Epoch, &r.Writer, &r.OpID, &r.CommittedAt); err != nil {
 			c.t.Fatal(err)
 		}
 		h.Rows = append(h.Rows, r)

@@ -54,6 +54,11 @@ type Row struct {
 	Resource     string
 	Seq, Epoch   int64
 	Writer, OpID string
+	// CommittedAt is when the row's transaction committed on the
+	// server's clock, in nanoseconds since the Unix epoch (PostgreSQL's
+	// commit timestamp, to the microsecond): 0 where the server does not
+	// keep them (track_commit_timestamp, in the guarded variant only).
+	CommittedAt int64
 }
 
 // History is what a run left: the workers' records, the controller's
@@ -83,6 +88,10 @@ type History struct {
 	// LessorRows is, on etcd, every write of the lessor's lease rows in
 	// the cluster's history, in revision order; nil elsewhere.
 	LessorRows []RowWrite
+	// Killed is when the controller killed each worker it killed (wall
+	// clock, nanoseconds), by holder: no call of that worker's can have
+	// sent anything later.
+	Killed map[string]int64
 }
 
 // RowWrite is one write of a resource's lease row, as the lessor's

@@ -18,8 +18,11 @@ type Record struct {
 	//   - "at": the worker reached Point and waits for the controller's
 	//     answer on its standard input ("go" or "stop"): "checked" (after
 	//     a Check that answered nil), "fenced" (admitted, its row
-	//     inserted, before COMMIT), "committing" (inside SQLite's COMMIT; on PostgreSQL, the COMMIT
-	//     written to the server),
+	//     inserted, before COMMIT), "sending" (on PostgreSQL, the COMMIT
+	//     about to be written to the server; answered AnswerCut, the
+	//     transaction's context ends once it is written), "committing" (inside
+	//     SQLite's COMMIT; on PostgreSQL, the COMMIT written to the
+	//     server),
 	//     "lessor-locked" (inside an acquire, holding the lessor's write
 	//     lock), "granted" (the guarded variant: granted, the tenure not
 	//     begun; Resource and Epoch say which), "grant-sent" (on etcd: an
@@ -55,7 +58,7 @@ type Record struct {
 	OpID     string `json:"opid,omitempty"`
 	// ServerTime says that the server's clock decides the call's tick
 	// (postgres.ServerClock): Now is unknown, not zero. On a "tx", that
-	// the transaction is admitted by the server-clock guard (AdmitLive).
+	// the transaction is admitted by the server-clock guard (the store's Tenure).
 	ServerTime bool `json:"server_time,omitempty"`
 
 	// What it returned: Result (see resultOf), the lease it granted,
@@ -66,6 +69,9 @@ type Record struct {
 	Last   int64         `json:"last,omitempty"` // a backwards refusal's last tick
 	Seq    int64         `json:"seq,omitempty"`
 	Err    string        `json:"err,omitempty"`
+	// Committed is a resolve's answer (Result ok): the transaction
+	// whose outcome was unknown committed, or (false) it did not.
+	Committed bool `json:"committed,omitempty"`
 	// CtxDone says, for a failed Wait, whether the worker's own context
 	// (the caller's) had ended.
 	CtxDone bool `json:"ctx_done,omitempty"`
@@ -83,8 +89,8 @@ type Record struct {
 	Late  int64 `json:"late,omitempty"`
 	At    int64 `json:"at,omitempty"`
 	Until int64 `json:"until,omitempty"`
-	// For "at" "committing" on PostgreSQL: the pid of the server's
-	// backend that runs the COMMIT.
+	// For "at" "sending" and "committing" on PostgreSQL: the pid of the
+	// server's backend that runs the COMMIT.
 	Pid int `json:"pid,omitempty"`
 }
 

@@ -75,6 +75,7 @@ func (w *worker) txContext(ctx context.Context) context.Context {
 // fence alone or, in the guarded variant, of the store.
 type tenure interface {
 	Tx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error
+	Resolve(ctx context.Context, txErr error) (committed bool, err error)
 }
 
 // beginTenure begins the tenure of s's lease on resource: fence.Tenure

@@ -6,7 +6,7 @@ import (
 )
 
 // GuardedChecks are the properties that the guarded variant keeps beyond
-// Checks: what the guard in the user's transaction (AdmitLive, on the
+// Checks: what the guard in the user's transaction (the store's Tenure, on the
 // server's clock) adds to the fence. They look only at grants and
 // transactions made on the server's clock (Record.ServerTime), and find
 // nothing in the other variants.
@@ -14,7 +14,124 @@ func GuardedChecks() []Check {
 	return []Check{
 		{"no row of epoch e commits after the grant of epoch e+1 returned", noRowAfterTheNextGrant},
 		{"no guarded row of a transaction begun at or after its lease's expiry", noRowAfterExpiry},
+		{"no row committed after its lease's expiry on the server's clock (commit timestamps)", noCommitAfterExpiry},
 	}
+}
+
+// leaseEnds are, by resource and epoch, the latest moment (wall clock,
+// nanoseconds) at which each lease can have been live on the server's
+// clock, from what the authority answered: the latest expiry that a
+// grant or a renewal may have set, or, once it was released, the
+// release's return if that came first. A renewal whose answer was lost
+// (unknown, or its worker killed during it) read the server's clock
+// before it could commit, so no later than its return or its worker's
+// kill (the workers and the server read one machine's clock), and set
+// the expiry at most that tick plus its TTL. A lease whose end is not
+// known is left out (Unchecked counts its rows).
+func leaseEnds(h *History) map[key]int64 {
+	expiry, released, vague := map[key]int64{}, map[key]int64{}, map[key]bool{}
+	for _, op := range h.Ops {
+		if !op.Call.ServerTime {
+			continue
+		}
+		k := key{op.Call.Resource, op.Call.Epoch}
+		switch {
+		case op.Call.Op == "acquire" && (op.Result() == resultOK || op.Result() == resultUnknown) && op.Ret.Lease != nil:
+			k.epoch = op.Ret.Lease.Epoch
+			expiry[k] = max(expiry[k], op.Ret.Lease.ExpiresAt)
+		case op.Call.Op == "renew" && op.Result() == resultOK:
+			expiry[k] = max(expiry[k], op.Ret.Lease.ExpiresAt)
+		case op.Call.Op == "renew" && op.Result() == resultUnknown:
+			expiry[k] = max(expiry[k], op.Ret.T/int64(time.Millisecond)+op.Call.TTL)
+		case op.Call.Op == "renew" && op.Result() == resultKilled:
+			if killed, ok := h.Killed[op.Worker]; ok {
+				expiry[k] = max(expiry[k], killed/int64(time.Millisecond)+op.Call.TTL)
+			} else {
+				vague[k] = true
+			}
+		case op.Call.Op == "release" && op.Result() == resultOK:
+			released[k] = op.Ret.T
+		}
+	}
+	ends := map[key]int64{}
+	for k, e := range expiry {
+		if vague[k] {
+			continue
+		}
+		ends[k] = e * int64(time.Millisecond)
+		if r, ok := released[k]; ok {
+			ends[k] = min(ends[k], r)
+		}
+	}
+	return ends
+}
+
+// noCommitAfterExpiry: no business row commits after its lease's end on
+// the server's clock. Each row's commit timestamp (the server's, taken
+// as it writes the commit record) must come before the latest expiry the
+// authority gave its epoch, and before the lease's release returned:
+// the check at the commit (the store's deferred trigger) refuses a
+// COMMIT that comes later, however long its holder or its backend was
+// stopped. Nothing is allowed for the instant between that check and
+// the commit record (the postgres module's TestCommitCheckWindow
+// measures it).
+func noCommitAfterExpiry(h *History) []string {
+	ends, guarded := leaseEnds(h), h.guardedTxs()
+	var bad []string
+	for _, row := range h.Rows {
+		end, known := ends[key{row.Resource, row.Epoch}]
+		if row.CommittedAt == 0 || !guarded[row.OpID] || !known || row.CommittedAt < end {
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("LATE COMMIT: %s#%d at epoch %d by %s committed at %s, %v after its lease's end on the server's clock (%s)",
+			row.Resource, row.Seq, row.Epoch, row.Writer, time.Unix(0, row.CommittedAt).UTC().Format("15:04:05.000000"),
+			time.Duration(row.CommittedAt-end).Round(time.Microsecond), time.Unix(0, end).UTC().Format("15:04:05.000000")))
+	}
+	return bad
+}
+
+// guardedTxs are the OpIDs of the transactions admitted on the server's
+// clock.
+func (h *History) guardedTxs() map[string]bool {
+	guarded := map[string]bool{}
+	for _, op := range h.opsOf("tx") {
+		if op.Call.ServerTime {
+			guarded[op.Call.OpID] = true
+		}
+	}
+	return guarded
+}
+
+// CommitMargins are the figures of noCommitAfterExpiry: how many rows it
+// checked, how many it could not (no commit timestamp, or a lease whose
+// end is not known), and the least time by which a checked row committed
+// before its lease's end (negative: after it).
+type CommitMargins struct {
+	Checked, Unchecked int
+	Least              time.Duration
+}
+
+// CommitMargins measures the guarded rows' commit times in h against
+// their leases' ends.
+func (h *History) CommitMargins() CommitMargins {
+	var m CommitMargins
+	ends, guarded := leaseEnds(h), h.guardedTxs()
+	for _, row := range h.Rows {
+		if !guarded[row.OpID] {
+			continue
+		}
+		end, known := ends[key{row.Resource, row.Epoch}]
+		if row.CommittedAt == 0 || !known {
+			m.Unchecked++
+			continue
+		}
+		margin := time.Duration(end - row.CommittedAt)
+		if m.Checked == 0 || margin < m.Least {
+			m.Least = margin
+		}
+		m.Checked++
+	}
+	return m
 }
 
 // nextGrants are the returns (wall clock) of the server-clock acquires

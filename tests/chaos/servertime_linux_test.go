@@ -31,6 +31,27 @@ func (c *controller) guard() {
 	c.env.DSN += " idle_in_transaction_session_timeout=5s"
 }
 
+// serverSettings are the PostgreSQL server's settings beyond pgtest's:
+// in the guarded variant, commit timestamps, from which the checks learn
+// when each row committed on the server's clock.
+func serverSettings(cfg Config) []string {
+	if cfg.Guarded {
+		return []string{"track_commit_timestamp=on"}
+	}
+	return nil
+}
+
+// committedAt is the expression of a business row's commit time
+// (chaos.Row.CommittedAt) in the controller's look at the rows: the
+// commit timestamp of the transaction that inserted it (xmin), in
+// nanoseconds, where the server keeps them; 0 elsewhere.
+func (c *controller) committedAt() string {
+	if !c.cfg.Guarded {
+		return "0"
+	}
+	return `COALESCE((extract(epoch FROM pg_catalog.pg_xact_commit_timestamp(xmin)) * 1000000000)::bigint, 0)`
+}
+
 // createLeases creates the lease store's tables in the workers' database.
 func (c *controller) createLeases(ctx context.Context, db *sql.DB) {
 	store, err := postgres.New(db, postgres.Options{})
@@ -49,6 +70,9 @@ func (c *controller) logGuarded(h *chaos.History) {
 		f.NotLive, f.Situations, f.Committed, f.Situations-f.Committed, f.SentAfterGrant, f.LateRows)
 	c.t.Logf("guarded: %d COMMITs held with their backend stopped; when it continued, %d rows not yet committed while another worker was acquiring, of which the next epoch's grant had returned for %d (late rows) and returned only after the COMMIT was let go for %d",
 		len(h.Held), f.HeldContended, f.HeldLate, f.HeldWaited)
+	m := h.CommitMargins()
+	c.t.Logf("guarded: %d rows' commit timestamps checked against their leases' ends on the server's clock, the closest %v before it; %d rows not checked (no timestamp, or an end not known)",
+		m.Checked, m.Least.Round(time.Microsecond), m.Unchecked)
 }
 
 // guardedRun is what the controller keeps of the guarded variant's held

@@ -70,7 +70,7 @@ type WorkerConfig struct {
 	Seed uint64 `json:"seed"`
 	// Guarded runs the path of docs/postgres.md instead: the leases in
 	// the worker's own PostgreSQL database on the server's clock, and
-	// every transaction admitted by ServerClock.LiveTenure (see
+	// every transaction admitted by the store's Tenure (see
 	// servertime.go). Lessor is then unused.
 	Guarded bool `json:"guarded,omitempty"`
 }
@@ -141,8 +141,10 @@ type worker struct {
 	// transactions.
 	tenures *postgres.Store
 	// committingOp is the OpID of the transaction whose COMMIT is
-	// announced, for the controller to look for its row.
+	// announced, for the controller to look for its row; cutTx ends
+	// that transaction's context (AnswerCut).
 	committingOp atomic.Pointer[string]
+	cutTx        atomic.Pointer[context.CancelCauseFunc]
 	// lastAnswer is the controller's last answer to an "at".
 	lastAnswer atomic.Value
 	// On etcd: acquiring is set while the recorder's Acquire runs, so
@@ -387,7 +389,10 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 	if err != nil {
 		return dbFailure(err)
 	}
-	for i := range w.cfg.TxPerTenure {
+	// Each transaction does one piece of work; one that Resolve says did
+	// not commit is done again, in a transaction of its own (a new OpID),
+	// as a service would.
+	for done, attempt := 0, 0; done < w.cfg.TxPerTenure; attempt++ {
 		// The work for this transaction, under the session's context.
 		if err := (clock.Wall{}).Wait(ctx, clock.Wall{}.Now()+w.rng.Int64N(w.cfg.Work.Milliseconds()+1)); err != nil {
 			return nil // the session ended, or the worker was told to end
@@ -399,45 +404,101 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 		if err != nil || !w.at("checked") {
 			return nil
 		}
-		ctx := w.txContext(ctx)
-		opID := fmt.Sprintf("%s/%s/%d/%d", w.cfg.Holder, resource, epoch, i)
-		id = w.call(Record{Op: "tx", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch, OpID: opID, ServerTime: w.live != nil})
-		var seq int64
-		err = tenure.Tx(ctx, nil, func(tx *sql.Tx) error {
-			if err := tx.QueryRowContext(ctx, w.sql.next, resource).Scan(&seq); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, w.sql.insert, resource, seq, epoch, w.cfg.Holder, opID); err != nil {
-				return err
-			}
-			if w.cfg.Dialect == fence.PostgreSQL {
-				// The backend that will run the COMMIT, for the
-				// controller to stop.
-				var pid int64
-				if err := tx.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-					return err
+		tx := Record{Op: "tx", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch,
+			OpID: fmt.Sprintf("%s/%s/%d/%d", w.cfg.Holder, resource, epoch, attempt), ServerTime: w.live != nil}
+		err = w.transact(ctx, tenure, tx)
+		if resultOf(err) == resultUnknown {
+			if resolved, committed := w.resolve(ctx, tenure, err, tx); resolved {
+				if committed {
+					done++
 				}
-				w.backend.Store(pid)
+				continue // the tenure goes on, as a service's would
 			}
-			if !w.at("fenced") { // between the fence and COMMIT
-				return errStop
-			}
-			w.emit(&Record{Kind: "commit", ID: id})
-			w.committingOp.Store(&opID)
-			w.committing.Store(true)
-			return nil
-		})
-		w.committing.Store(false)
-		r := Record{Result: resultOf(err), Err: errText(err)}
-		if err == nil {
-			r.Seq = seq
 		}
-		w.ret(id, r)
 		if err != nil {
 			return dbFailure(err)
 		}
+		done++
 	}
 	return nil
+}
+
+// transact runs the transaction tx (a "tx" call's record) in the
+// tenure: it takes the resource's next number, inserts its business row,
+// and announces the points where the controller may stop or cut it off.
+func (w *worker) transact(ctx context.Context, tenure tenure, tx Record) error {
+	ctx, cut := context.WithCancelCause(w.txContext(ctx))
+	defer cut(nil)
+	w.cutTx.Store(&cut)
+	id := w.call(tx)
+	var seq int64
+	err := tenure.Tx(ctx, nil, func(sqlTx *sql.Tx) error {
+		if err := sqlTx.QueryRowContext(ctx, w.sql.next, tx.Resource).Scan(&seq); err != nil {
+			return err
+		}
+		if _, err := sqlTx.ExecContext(ctx, w.sql.insert, tx.Resource, seq, tx.Epoch, tx.Holder, tx.OpID); err != nil {
+			return err
+		}
+		if w.cfg.Dialect == fence.PostgreSQL {
+			// The backend that will run the COMMIT, for the controller
+			// to stop.
+			var pid int64
+			if err := sqlTx.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+				return err
+			}
+			w.backend.Store(pid)
+		}
+		if !w.at("fenced") { // between the fence and COMMIT
+			return errStop
+		}
+		w.emit(&Record{Kind: "commit", ID: id})
+		w.committingOp.Store(&tx.OpID)
+		w.committing.Store(true)
+		return nil
+	})
+	w.committing.Store(false)
+	r := Record{Result: resultOf(err), Err: errText(err)}
+	if err == nil {
+		r.Seq = seq
+	}
+	w.ret(id, r)
+	return err
+}
+
+// resolveTTLs is how long, in TTLs, a worker tries to resolve a
+// transaction whose outcome is unknown: more than twice the longest stop
+// of the controller's (2.5 TTLs, with its backend) and longer than a
+// crash of the server takes to recover here (under a second), so that
+// only a row held open longer than that by another transaction, or a
+// server down for longer, leaves the outcome still unknown.
+const resolveTTLs = 6
+
+// resolve asks the tenure what became of the transaction tx, whose Tx
+// returned txErr, an unknown outcome, as docs/service.md tells a service
+// to do before it acts on it, and returns the answer (resolved false:
+// still unknown). Each call is recorded; while the answer is still
+// unknown (the server down, its connection lost) it asks again, after
+// the back-off of a failed call, until its bound of resolveTTLs passes,
+// also after the session's end (which is what most often cut the
+// transaction off). Once resolved, the worker goes on with its tenure,
+// and does the work again after a "not committed": a wrong one then
+// shows as a row that Resolve said was not there, committed once the
+// worker's next transaction has begun (which waits for it at the fence
+// row), and as the work done twice.
+func (w *worker) resolve(ctx context.Context, t tenure, txErr error, tx Record) (resolved, committed bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTTLs*w.cfg.TTL)
+	defer cancel()
+	for {
+		id := w.call(Record{Op: "resolve", Resource: tx.Resource, Holder: tx.Holder, Epoch: tx.Epoch, OpID: tx.OpID})
+		committed, err := t.Resolve(ctx, txErr)
+		w.ret(id, Record{Result: resultOf(err), Err: errText(err), Committed: committed})
+		if err == nil {
+			return true, committed
+		}
+		if w.backOff(ctx); ctx.Err() != nil {
+			return false, false
+		}
+	}
 }
 
 // open opens the worker's own database, one connection, with a way for
@@ -473,16 +534,39 @@ func (w *worker) open() (*sql.DB, error) {
 }
 
 // commitConn is a connection to PostgreSQL that announces a tenure's
-// COMMIT once it has written it.
+// COMMIT before it writes it ("sending") and once it has written it
+// ("committing"). Answered AnswerCut at the first, it writes the COMMIT
+// and then ends the transaction's context (the worker's cutTx).
 type commitConn struct {
 	net.Conn
 	w *worker
 }
 
+// AnswerCut is the controller's answer to "sending" that ends the
+// transaction's context right after its COMMIT was written, as a
+// caller's deadline would: pgx gives the connection up (it closes it),
+// and the outcome is unknown to the worker, which resolves it while its
+// backend, stopped by the controller, has still to read the COMMIT.
+const AnswerCut = "cut"
+
+// errCut is the cause of a transaction's context that AnswerCut ended.
+var errCut = errors.New("the controller cut the transaction off as its COMMIT went out")
+
 func (c *commitConn) Write(p []byte) (int, error) {
+	if !bytes.Contains(bytes.ToLower(p), []byte("commit")) || !c.w.committing.CompareAndSwap(true, false) {
+		return c.Conn.Write(p)
+	}
+	at := Record{Kind: "at", Point: "sending", Pid: int(c.w.backend.Load()), OpID: *c.w.committingOp.Load()}
+	c.w.announce(at)
+	cut := c.w.lastAnswer.Load() == AnswerCut
 	n, err := c.Conn.Write(p)
-	if err == nil && bytes.Contains(bytes.ToLower(p), []byte("commit")) && c.w.committing.CompareAndSwap(true, false) {
-		c.w.announce(Record{Kind: "at", Point: "committing", Pid: int(c.w.backend.Load()), OpID: *c.w.committingOp.Load()})
+	switch {
+	case err != nil:
+	case cut:
+		(*c.w.cutTx.Load())(errCut)
+	default:
+		at.Point = "committing"
+		c.w.announce(at)
 	}
 	return n, err
 }
