@@ -203,6 +203,15 @@ func ExampleLead() {
 // that may leave a lease held: an unknown outcome is not "nothing
 // happened". It says whether the worker may still hold the job's lease,
 // and until when.
+//
+// Its imports:
+//
+//	import (
+//		"errors"
+//		"fmt"
+//
+//		"leases/session"
+//	)
 func doubt(err error, job, worker string) error {
 	var unknown *session.OutcomeError
 	switch {
