@@ -66,13 +66,7 @@ func (g *epochGuard) Resolve(ctx context.Context, lease leases.Lease, m guard.Ma
 			return false, err
 		}
 	}
-	var committed bool
-	var err error
-	if g.table.dialect == PostgreSQL {
-		committed, err = g.table.resolvePostgres(ctx, db, lease.Resource, m)
-	} else {
-		committed, err = g.table.resolveSQLite(ctx, db, lease.Resource, m)
-	}
+	committed, err := g.table.resolve(ctx, db, lease, m)
 	return committed, errors.Join(err, done())
 }
 
@@ -81,86 +75,50 @@ func (g *epochGuard) Resolve(ctx context.Context, lease leases.Lease, m guard.Ma
 func newMarker() guard.Marker { return guard.Marker{Tag: rand.Int64()} }
 
 // markerArgs and markerScans are the admit statement's arguments and its
-// RETURNING destinations beyond the record's, by dialect (see markers).
-func markerArgs(d Dialect, m *guard.Marker, args []any) []any {
-	if d == SQLite {
-		return append(args, m.Tag)
-	}
-	return args
-}
+// RETURNING destinations beyond the record's (see markers).
+func markerArgs(m *guard.Marker, args []any) []any { return append(args, m.Tag) }
 
-func markerScans(d Dialect, m *guard.Marker) []any {
-	if d == SQLite {
-		return []any{&m.Seq}
-	}
-	return []any{&m.XID}
-}
-
-// resolvePostgres asks the server what became of the transaction with id
-// m.XID: committed or aborted is final; while it is in progress (the
-// COMMIT on its way, or a connection that died and a backend that has
-// not noticed yet), it waits for the resource's fence row, which that
-// transaction's admit locked until it ends, and asks again.
-func (t *Table) resolvePostgres(ctx context.Context, db *sql.DB, resource string, m guard.Marker) (bool, error) {
-	for {
-		var status sql.NullString
-		if err := db.QueryRowContext(ctx, t.sql.status, m.XID).Scan(&status); err != nil {
-			return false, fmt.Errorf("read the status of transaction %s: %w", m.XID, err)
-		}
-		switch status.String {
-		case "committed":
-			return true, nil
-		case "aborted":
-			return false, nil
-		case "in progress":
-		default:
-			return false, fmt.Errorf("%w: the server no longer knows transaction %s", leases.ErrOutcomeUnknown, m.XID)
-		}
-		err := sqltx.Run(ctx, db, sqltx.Options{}, func(tx *sql.Tx) (bool, error) {
-			_, err := tx.ExecContext(ctx, t.sql.wait, resource)
-			return false, err
-		})
-		if err != nil {
-			return false, fmt.Errorf("wait for transaction %s to end: %w", m.XID, err)
-		}
-	}
-}
+func markerScans(m *guard.Marker) []any { return []any{&m.Seq} }
 
 // errRowMoved reports that the marker can no longer tell: a later
-// transaction of the resource has committed since the one to resolve.
-var errRowMoved = errors.New("a later transaction of the resource has committed since")
+// transaction of the tenure has committed since the one to resolve, or
+// two newer tenures have begun since.
+var errRowMoved = errors.New("the row no longer tells")
 
-// resolveSQLite reads the marker of the resource's fence row under the
-// write lock: the transaction committed if the row holds its count and
-// tag, and did not if the count is below it, or is its count with
-// another tag (a later transaction took its place). A "did not" is made
-// final by rewriting the row with a new tag in a transaction that
-// commits: its frames take the place, in the log, of those of a commit
-// that failed to be indexed (an fsync that failed), whose checksums then
-// no longer follow on, so that no later recovery of the log can bring
-// them back. The tag is new so that the row's bytes change: SQLite
-// writes nothing for an UPDATE that stores what the row holds.
-func (t *Table) resolveSQLite(ctx context.Context, db *sql.DB, resource string, m guard.Marker) (bool, error) {
+// resolve reads the resource's markers once the transaction admitted
+// with m can no longer commit (see markers): on PostgreSQL under a share
+// lock, which waits for that transaction, which holds the row until it
+// ends (its backend still committing, or not yet aware that its client
+// is gone); on SQLite under the write lock, of a connection of its own.
+// A "not committed" on SQLite is made final by rewriting the row in a
+// transaction that commits (see finalTemplate).
+func (t *Table) resolve(ctx context.Context, db *sql.DB, lease leases.Lease, m guard.Marker) (bool, error) {
 	var committed bool
 	err := sqltx.Run(ctx, db, sqltx.Options{}, func(tx *sql.Tx) (bool, error) {
-		var seq int64
-		var tag sql.NullInt64
-		if err := tx.QueryRowContext(ctx, t.sql.mark, resource).Scan(&seq, &tag); err != nil {
-			return false, fmt.Errorf("read the fence row of %q: %w", resource, err)
+		var epoch int64
+		var seq, tag, prevEpoch, prevSeq, prevTag sql.NullInt64
+		if err := tx.QueryRowContext(ctx, t.sql.mark, lease.Resource).Scan(&epoch, &seq, &tag, &prevEpoch, &prevSeq, &prevTag); err != nil {
+			return false, fmt.Errorf("read the fence row of %q: %w", lease.Resource, err)
 		}
 		switch {
-		case seq == m.Seq && tag.Int64 == m.Tag:
+		case epoch == lease.Epoch:
+		case prevEpoch.Int64 == lease.Epoch:
+			seq, tag = prevSeq, prevTag
+		default:
+			return false, fmt.Errorf("%w: %w: the fence is at epoch %d, and the epoch before it was %d",
+				leases.ErrOutcomeUnknown, errRowMoved, epoch, prevEpoch.Int64)
+		}
+		switch {
+		case seq.Int64 == m.Seq && tag.Int64 == m.Tag:
 			committed = true
 			return false, nil
-		case seq > m.Seq:
-			return false, fmt.Errorf("%w: %w (the row counts %d transactions, this one was %d)",
-				leases.ErrOutcomeUnknown, errRowMoved, seq, m.Seq)
+		case seq.Int64 > m.Seq:
+			return false, fmt.Errorf("%w: %w: a later transaction of the tenure committed (the row counts %d transactions, this one was %d)",
+				leases.ErrOutcomeUnknown, errRowMoved, seq.Int64, m.Seq)
+		case t.dialect != SQLite:
+			return false, nil
 		}
-		final := newMarker().Tag
-		for final == tag.Int64 || final == m.Tag {
-			final = newMarker().Tag
-		}
-		_, err := tx.ExecContext(ctx, t.sql.final, resource, final)
+		_, err := tx.ExecContext(ctx, t.sql.final, lease.Resource)
 		return true, err
 	})
 	return committed, err

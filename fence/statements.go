@@ -28,7 +28,14 @@ const (
 	resource    {text} NOT NULL PRIMARY KEY,
 	epoch       {integer} NOT NULL CHECK (epoch >= 1),
 	value_epoch {integer} CHECK (value_epoch >= 1),
-	value       {text},{marker_columns}
+	value       {text},
+	-- the marker of admitted transactions (see markers):
+	tx_seq      {integer} NOT NULL DEFAULT 0, -- transactions admitted, counted
+	tx_tag      {integer},                    -- the last one's tag
+	prev_epoch  {integer},                    -- the marker as it stood when the fence
+	prev_seq    {integer},                    -- last rose to a newer epoch: the final
+	prev_tag    {integer},                    -- marker of the tenure before
+	tx_final    {integer} NOT NULL DEFAULT 0, -- rewritten by Tenure.Resolve (SQLite)
 	CHECK ((value IS NULL) = (value_epoch IS NULL) AND value_epoch <= epoch)
 ){strict}`
 
@@ -55,7 +62,7 @@ const (
 	observeTemplate = `INSERT INTO "{table}" AS stored (resource, epoch)
 	VALUES ($1, $2)
 	ON CONFLICT (resource) DO UPDATE
-		SET epoch = excluded.epoch
+		SET epoch = excluded.epoch, prev_epoch = stored.epoch, prev_seq = stored.tx_seq, prev_tag = stored.tx_tag
 		WHERE ` + acceptObserve + `
 	RETURNING epoch, value_epoch, value`
 
@@ -63,14 +70,17 @@ const (
 	// to it, or sets it to what it is (so that the row is written, and
 	// locked until the transaction ends, also when the fence was at the
 	// epoch already), and returns the row when it did, with the marker
-	// that tells later whether this transaction committed (see
-	// markers).
-	admitTemplate = `INSERT INTO "{table}" AS stored (resource, epoch{marker_insert})
-	VALUES ($1, $2{marker_values})
+	// that tells later whether this transaction committed (see markers):
+	// the row's count of admitted transactions, one more, and the tag $3.
+	admitTemplate = `INSERT INTO "{table}" AS stored (resource, epoch, tx_seq, tx_tag)
+	VALUES ($1, $2, 1, $3)
 	ON CONFLICT (resource) DO UPDATE
-		SET epoch = excluded.epoch{marker_set}
+		SET epoch = excluded.epoch, tx_seq = stored.tx_seq + 1, tx_tag = excluded.tx_tag,
+			prev_epoch = CASE WHEN excluded.epoch > stored.epoch THEN stored.epoch ELSE stored.prev_epoch END,
+			prev_seq = CASE WHEN excluded.epoch > stored.epoch THEN stored.tx_seq ELSE stored.prev_seq END,
+			prev_tag = CASE WHEN excluded.epoch > stored.epoch THEN stored.tx_tag ELSE stored.prev_tag END
 		WHERE ` + acceptAdmit + `
-	RETURNING epoch, value_epoch, value, {marker_returning}`
+	RETURNING epoch, value_epoch, value, tx_seq`
 
 	readTemplate = `SELECT epoch, value_epoch, value FROM "{table}" WHERE resource = $1`
 
@@ -80,79 +90,63 @@ const (
 	// that the classification never rests on a row another transaction
 	// may still change, whatever a later version of the upsert does.
 	lockClause = ` FOR UPDATE`
+	// shareClause (PostgreSQL only) waits for a transaction that holds
+	// the row, and keeps it from changing until the reader's ends.
+	shareClause = ` FOR SHARE`
 
-	// waitTemplate (PostgreSQL only) waits until no transaction holds the
-	// resource's row: the lock of a transaction whose outcome is being
-	// resolved.
-	waitTemplate = `SELECT 1 FROM "{table}" WHERE resource = $1 FOR SHARE`
-	// statusTemplate (PostgreSQL only) is the server's own record of a
-	// transaction: committed, aborted, in progress, or NULL when it is
-	// too old to be known.
-	statusTemplate = `SELECT pg_catalog.pg_xact_status($1::pg_catalog.xid8)`
-	// markTemplate (SQLite only) reads an admitted transaction's marker,
-	// and finalTemplate rewrites the row with a new tag so that a commit
-	// frame that failed to be indexed (an fsync that failed) can never be
-	// recovered into the file by a later open: see resolveSQLite. The tag
-	// must change: SQLite writes no page for an UPDATE that stores the
-	// bytes the row holds, and SET tx_tag = tx_tag left the failed
-	// commit's frames in the log for a recovery to bring back
-	// (TestResolveAnswerHoldsAfterRecovery).
-	markTemplate  = `SELECT tx_seq, tx_tag FROM "{table}" WHERE resource = $1`
-	finalTemplate = `UPDATE "{table}" SET tx_tag = $2 WHERE resource = $1`
+	// markTemplate reads the markers of a resource's row for
+	// Tenure.Resolve, on PostgreSQL under a share lock: it waits for the
+	// transaction to resolve, which holds the row's lock (its admit
+	// wrote the row) until it ends.
+	markTemplate = `SELECT epoch, tx_seq, tx_tag, prev_epoch, prev_seq, prev_tag FROM "{table}" WHERE resource = $1{share}`
+	// finalTemplate (SQLite) rewrites the row, so that the frames of a
+	// commit that failed to be indexed (an fsync that failed) lie behind a
+	// newer commit in the log and no later recovery brings them back; the
+	// bytes must change, for SQLite writes no page for an UPDATE that
+	// stores what the row holds (TestResolveAnswerHoldsAfterRecovery).
+	finalTemplate = `UPDATE "{table}" SET tx_final = tx_final + 1 WHERE resource = $1`
 )
 
-// The marker of an admitted transaction, by dialect. PostgreSQL keeps its
-// own record of every transaction: the admit returns the transaction's
-// id, and pg_xact_status says later what became of it. SQLite keeps none,
-// so the row keeps one: each admit counts the row's admitted
-// transactions (tx_seq) and tags the row with a random number of its own
-// (tx_tag); a transaction committed when the row holds its count and its
-// tag.
-var markers = map[Dialect]struct{ columns, insert, values, set, returning string }{
-	PostgreSQL: {returning: "pg_catalog.pg_current_xact_id()::text"},
-	SQLite: {
-		columns: `
-	tx_seq      INTEGER NOT NULL DEFAULT 0, -- admitted transactions, counted
-	tx_tag      INTEGER,                    -- the last admitted transaction's tag`,
-		insert:    ", tx_seq, tx_tag",
-		values:    ", 1, $3",
-		set:       ", tx_seq = stored.tx_seq + 1, tx_tag = excluded.tx_tag",
-		returning: "tx_seq",
-	},
-}
+// The marker of an admitted transaction, the same on both databases:
+// each admit counts the row's admitted transactions (tx_seq) and tags the
+// row with a random number of its own (tx_tag), so that a transaction of
+// epoch e committed when the row's marker of e holds its count and its
+// tag, and did not when the count is below it, or is its count with
+// another tag (a later transaction that took its place). The row's
+// marker of e is tx_seq and tx_tag while the row is at e, and prev_seq
+// and prev_tag once a newer tenure has begun (prev_epoch is e): no
+// transaction of e commits after that, so the marker is final.
+// PostgreSQL's own record of a transaction (pg_xact_status) is not used:
+// after a crash the server can hand a transaction's id, if the WAL that
+// used it had not reached the disk, to a new transaction, whose fate it
+// then reports (seen in the chaos test, two in one 90 s run).
 
 // statements are one table's SQL, in one dialect.
 type statements struct {
 	create, write, observe, admit, read, readRejecting string
-	// resolve's statements: wait and status on PostgreSQL, mark and
-	// final on SQLite.
-	wait, status, mark, final string
+	// Tenure.Resolve's statements.
+	mark, final string
 }
 
 func newStatements(dialect Dialect, table string) statements {
-	m := markers[dialect]
-	marker := strings.NewReplacer("{marker_columns}", m.columns, "{marker_insert}", m.insert,
-		"{marker_values}", m.values, "{marker_set}", m.set, "{marker_returning}", m.returning)
 	schema := strings.NewReplacer("{table}", table, "{integer}", "bigint", "{text}", "text", "{strict}", "")
 	dml := strings.NewReplacer("{table}", table)
-	lock := lockClause
+	lock, share := lockClause, shareClause
 	if dialect == SQLite {
 		schema = strings.NewReplacer("{table}", table, "{integer}", "INTEGER", "{text}", "TEXT", "{strict}", " STRICT")
 		// SQLite's ?NNN is a numbered placeholder like PostgreSQL's $NNN.
 		dml = strings.NewReplacer("{table}", table, "$", "?")
 		// SQLite has no row locks: the one writer holds the whole file.
-		lock = ""
+		lock, share = "", ""
 	}
 	return statements{
-		create:        schema.Replace(marker.Replace(createTemplate)),
+		create:        schema.Replace(createTemplate),
 		write:         dml.Replace(writeTemplate),
 		observe:       dml.Replace(observeTemplate),
-		admit:         dml.Replace(marker.Replace(admitTemplate)),
+		admit:         dml.Replace(admitTemplate),
 		read:          dml.Replace(readTemplate),
 		readRejecting: dml.Replace(readTemplate + lock),
-		wait:          dml.Replace(waitTemplate),
-		status:        statusTemplate,
-		mark:          dml.Replace(markTemplate),
+		mark:          strings.Replace(dml.Replace(markTemplate), "{share}", share, 1),
 		final:         dml.Replace(finalTemplate),
 	}
 }

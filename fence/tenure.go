@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 
 	"leases"
 	"leases/internal/guard"
@@ -31,7 +32,19 @@ var ErrSuperseded = fmt.Errorf("superseded, a newer epoch has reached the fence 
 type Tenure struct {
 	lease leases.Lease
 	guard guard.Guard
+
+	mu sync.Mutex
+	// unresolved are the tenure's transactions whose outcome is unknown
+	// and not yet resolved: while there are any, Tx refuses to begin
+	// another, whose commit would move the marker that Resolve reads.
+	unresolved map[*unknownCommit]bool
 }
+
+// ErrUnresolved reports a transaction that Tx did not begin because an
+// earlier transaction of the tenure has an unknown outcome that Resolve
+// has not yet resolved: a later commit would leave Resolve unable to
+// tell. Nothing was sent; resolve the earlier one, then try again.
+var ErrUnresolved = errors.New("an earlier transaction of the tenure has an unknown outcome: Resolve it first")
 
 func init() {
 	guard.Tenure = func(ctx context.Context, lease leases.Lease, g guard.Guard) (any, error) {
@@ -106,6 +119,12 @@ func (tn *Tenure) Epoch() int64 { return tn.lease.Epoch }
 // PostgreSQL with idle_in_transaction_session_timeout (or a statement
 // timeout), in SQLite with the other side's busy timeout.
 func (tn *Tenure) Tx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
+	tn.mu.Lock()
+	unresolved := len(tn.unresolved)
+	tn.mu.Unlock()
+	if unresolved > 0 {
+		return fmt.Errorf("fence: transaction of epoch %d on %q: %w (%d of them)", tn.lease.Epoch, tn.lease.Resource, ErrUnresolved, unresolved)
+	}
 	var m guard.Marker
 	err := tn.guard.Run(ctx, opts, func(tx *sql.Tx) (bool, error) {
 		var err error
@@ -121,35 +140,51 @@ func (tn *Tenure) Tx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.T
 		return nil
 	}
 	if errors.Is(err, leases.ErrOutcomeUnknown) {
-		err = &unknownCommit{tenure: tn, marker: m, err: err}
+		u := &unknownCommit{tenure: tn, marker: m, err: err}
+		tn.mu.Lock()
+		if tn.unresolved == nil {
+			tn.unresolved = map[*unknownCommit]bool{}
+		}
+		tn.unresolved[u] = true
+		tn.mu.Unlock()
+		err = u
 	}
 	return fmt.Errorf("fence: transaction of epoch %d on %q: %w", tn.lease.Epoch, tn.lease.Resource, err)
 }
 
 // Resolve says what became of the transaction whose Tx returned txErr, an
 // unknown outcome (leases.ErrOutcomeUnknown): committed, or not. It never
-// answers "not committed" while that transaction can still commit: on
-// PostgreSQL it asks the server's own record of the transaction, and
-// while the server says it is in progress (its connection died during
-// the COMMIT, and the backend is still at it) it waits for the row lock
-// that transaction holds; on SQLite it reads the fence row's marker on a
-// connection of its own, after taking the write lock, and makes a "not
-// committed" final by writing the row, so that a commit that was never
-// indexed cannot be recovered into the file later.
+// answers "not committed" while that transaction can still commit: it
+// reads the marker the transaction's admit left in the fence row (the
+// row's count of admitted transactions, and a tag of its own) once the
+// transaction can no longer commit: on PostgreSQL under a share lock of
+// the row, which waits for the transaction while the server still has it
+// (its connection died during the COMMIT, and the backend is still at
+// it); on SQLite under the write lock, on a connection of its own, and it
+// makes a "not committed" final by rewriting the row, so that a commit
+// that was never indexed cannot be recovered into the file later.
 //
-// Pass a context with a bound: Resolve waits until ctx ends at most. The
-// error matches leases.ErrOutcomeUnknown when the outcome still cannot be
-// told: ctx ended first, the database could not be read, PostgreSQL no
-// longer knows the transaction, or (SQLite) a later transaction of the
-// resource has committed since, so that the row no longer tells. Resolve
-// before the next transaction of the tenure. A txErr that is not an
-// unknown outcome of this tenure's Tx is invalid input.
+// While a transaction's outcome is unresolved, Tx refuses to begin
+// another of the tenure (ErrUnresolved), whose commit would move the
+// marker. Pass a context with a bound: Resolve waits until ctx ends at
+// most. The error matches leases.ErrOutcomeUnknown when the outcome still
+// cannot be told: ctx ended first, or the database could not be read (try
+// again); or the row no longer tells, because another transaction of the
+// tenure, already under way, committed after it, or two newer tenures
+// have begun since (final: Tx goes on). A txErr that is not an unknown
+// outcome of this tenure's Tx is invalid input.
 func (tn *Tenure) Resolve(ctx context.Context, txErr error) (committed bool, err error) {
 	var u *unknownCommit
 	if !errors.As(txErr, &u) || u.tenure != tn {
 		return false, fmt.Errorf("%w: fence: resolve: %v is not an unknown outcome of this tenure's Tx", leases.ErrInvalidInput, txErr)
 	}
 	committed, err = tn.guard.Resolve(ctx, tn.lease, u.marker)
+	if err == nil || errors.Is(err, errRowMoved) {
+		// Answered, or never to be: the row no longer tells.
+		tn.mu.Lock()
+		delete(tn.unresolved, u)
+		tn.mu.Unlock()
+	}
 	if err != nil {
 		if !errors.Is(err, leases.ErrOutcomeUnknown) {
 			err = fmt.Errorf("%w: %w", leases.ErrOutcomeUnknown, err)

@@ -85,7 +85,7 @@ func (t *Table) raise(ctx context.Context, run runner, tx *sql.Tx, verb, stateme
 	}
 	args, scans := []any{resource, epoch}, []any(nil)
 	if m != nil {
-		args, scans = markerArgs(t.dialect, m, args), markerScans(t.dialect, m)
+		args, scans = markerArgs(m, args), markerScans(m)
 	}
 	// The value is kept: the upsert returns the row it stored.
 	result, err := t.settle(ctx, run, tx, resource, func() (bool, leases.Record, error) {

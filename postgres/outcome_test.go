@@ -17,22 +17,17 @@ import (
 // (the connection lost before it, or the context ended), when nothing
 // changed; or an unknown outcome, when the connection was lost with the
 // COMMIT: the acquire then returns the lease it would have granted, and
-// the store goes on, deciding the next call on what the server holds. A
-// connection lost just before the COMMIT may be either: when the driver
-// finds the socket broken as it writes the COMMIT, nothing reached the
-// server (pgconn's SafeToRetry) and the outcome is known, nothing
-// committed; when the write goes into the socket first, unknown.
+// the store goes on, deciding the next call on what the server holds.
 func TestErrorKinds(t *testing.T) {
 	cases := []struct {
 		name    string
 		at      string // the step before which the fault comes
 		fault   string // "terminate" the decision's backend, or "cancel" its context
 		unknown bool
-		either  bool // unknown, or known not committed: see above
 	}{
-		{"the connection lost before the write", "write", "terminate", false, false},
-		{"the connection lost with the commit", "commit", "terminate", true, true},
-		{"the context ended before the commit", "commit", "cancel", false, false},
+		{"the connection lost before the write", "write", "terminate", false},
+		{"the connection lost with the commit", "commit", "terminate", true},
+		{"the context ended before the commit", "commit", "cancel", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,25 +56,20 @@ func TestErrorKinds(t *testing.T) {
 				}
 			})
 			lease, err := sameStore(t, store, db, postgres.Options{}).Authority().Acquire(callCtx, "r", "A", 10, 5)
-			unknown := c.unknown
-			if c.either && !errors.Is(err, leases.ErrOutcomeUnknown) && strings.Contains(err.Error(), "not committed") {
-				unknown = false
-				t.Logf("known not committed: %v", err)
-			}
 			switch {
 			case err == nil:
 				t.Fatal("the acquire succeeded")
 			case leases.IsRefusal(err):
 				t.Fatalf("%v: a failure reported as a refusal", err)
-			case errors.Is(err, leases.ErrOutcomeUnknown) != unknown:
-				t.Fatalf("%v: unknown outcome %v, want %v", err, !unknown, unknown)
+			case errors.Is(err, leases.ErrOutcomeUnknown) != c.unknown:
+				t.Fatalf("%v: unknown outcome %v, want %v", err, !c.unknown, c.unknown)
 			case c.fault == "cancel" && !errors.Is(err, context.Canceled):
 				t.Fatalf("%v does not match the context's error", err)
 			case strings.Contains(err.Error(), "\n"):
 				t.Fatalf("%q is more than one line", err)
 			}
 			want := leases.Lease{}
-			if unknown {
+			if c.unknown {
 				want = leases.Lease{Resource: "r", Holder: "A", Epoch: 1, GrantedAt: 10, ExpiresAt: 15}
 			}
 			if lease != want {

@@ -33,11 +33,10 @@ type Guard interface {
 	Resolve(ctx context.Context, lease leases.Lease, m Marker) (committed bool, err error)
 }
 
-// Marker is what an admitted transaction leaves to be found by Resolve:
-// PostgreSQL's id of the transaction, or SQLite's count of the row's
-// admitted transactions and the tag this one wrote.
+// Marker is what an admitted transaction leaves in its fence row to be
+// found by Resolve: the row's count of admitted transactions, and the
+// tag this one wrote.
 type Marker struct {
-	XID      string
 	Seq, Tag int64
 }
 

@@ -93,10 +93,11 @@ func Run(ctx context.Context, db Beginner, o Options, fn func(tx *sql.Tx) (commi
 // that database/sql never sent (ErrNotCommitted, nothing committed), one
 // that known proves rolled back (known's error), or an unknown outcome.
 func Classify(ctx context.Context, tx *sql.Tx, err error, known func(ctx context.Context, err error) error) error {
-	var retry interface{ SafeToRetry() bool }
-	if outcome.CommitNotSent(ctx, tx, err) || errors.As(err, &retry) && retry.SafeToRetry() {
-		// database/sql never sent the COMMIT, or the driver says that
-		// nothing of it reached the server (pgconn's SafeToRetry).
+	// A driver's word that nothing of the COMMIT reached the server is
+	// not taken: pgx marks "conn closed" safe to retry after a COMMIT it
+	// wrote, when the connection died before the answer (seen in the
+	// chaos test).
+	if outcome.CommitNotSent(ctx, tx, err) {
 		return outcome.BeforeCommit(ctx, fmt.Errorf("%w: %w", ErrNotCommitted, err))
 	}
 	if known != nil {
