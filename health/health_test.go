@@ -20,7 +20,7 @@ import (
 // the session's own timer has not reached (a process starved or paused
 // between its timer and the probe). Each session lives 799 ticks after
 // its grant or renewal, renews every 266, and retries a failed renewal
-// after 5 to 10 ticks, then 10 to 20.
+// after 5 to 10 ticks, then 10 to 20, then 20 to 40.
 func TestTheCheckFailsPastADeadlineOrWhileRenewalsFail(t *testing.T) {
 	failing := []sessiontest.Renewal{{Err: errors.New("connection refused")}, {Err: errors.New("connection refused")},
 		{Err: errors.New("connection refused")}}
@@ -52,6 +52,11 @@ func TestTheCheckFailsPastADeadlineOrWhileRenewalsFail(t *testing.T) {
 			name: "renewal failing", script: failing, moves: []int64{266, 276, 296}, probe: 296, wantCode: http.StatusServiceUnavailable,
 			wantBody: `{"status":"unhealthy","sessions":[{"resource":"r","holder":"A","epoch":1,"deadline":"1970-01-01T00:00:00.799Z",` +
 				`"until_deadline":"503ms","failed_renewals":3,"last_error":"connection refused","problem":"3 renewals in a row failed"}]}`,
+		},
+		{
+			name: "renewed after failing", script: failing, moves: []int64{266, 276, 296, 336}, probe: 336, wantCode: http.StatusOK,
+			wantBody: `{"status":"ok","sessions":[{"resource":"r","holder":"A","epoch":1,"deadline":"1970-01-01T00:00:01.135Z",` +
+				`"until_deadline":"799ms","failed_renewals":0}]}`,
 		},
 		{
 			name: "renewal failing, deadline only", opts: health.Options{FailedRenewals: -1},
