@@ -34,7 +34,11 @@ func TestTenureOutcomes(t *testing.T) {
 	fences := storeFence(t, db, store)
 	refused := func(tenure *fence.Tenure, want ...error) {
 		t.Helper()
-		err := tenure.Tx(ctx, nil, func(*sql.Tx) error { return nil })
+		ran := false
+		err := tenure.Tx(ctx, nil, func(*sql.Tx) error { ran = true; return nil })
+		if ran {
+			t.Errorf("a transaction of %+v ran its function; the admission must refuse first", tenure.Lease())
+		}
 		for _, w := range want {
 			if !errors.Is(err, w) {
 				t.Fatalf("a transaction of %+v: %v; want %v", tenure.Lease(), err, want)

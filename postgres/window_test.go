@@ -2,12 +2,15 @@ package postgres_test
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"leases"
+	"leases/fence"
 	"leases/internal/fencetest"
 	"leases/internal/testctx"
 	"leases/postgres"
@@ -134,4 +137,122 @@ func minMedianMax(ds []time.Duration) string {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return fmt.Sprintf("min %v, median %v, max %v", s[0], s[len(s)/2], s[len(s)-1])
+}
+
+// What remains of the check at the commit, the instant between the check
+// and the commit record, cannot let a transaction commit after the next
+// holder's grant: the transaction holds the lease row's key-share lock
+// until it ends, and the grant waits for it. The test stretches that
+// instant: a second deferred trigger of its own, after the check, waits
+// for an advisory lock the test holds, so that the transaction has passed
+// its check, while its lease was live, and has not committed. The lease
+// then expires and the next holder asks: it waits; the transaction
+// commits; only then is the next holder granted. Without the key-share
+// lock (the admission's read without it) the next holder is granted while
+// the checked transaction is still to commit, and it commits after the
+// grant.
+func TestTheNextGrantWaitsForACommitPastItsCheck(t *testing.T) {
+	ctx := fencetest.Context(t)
+	db := database(t, 0)
+	store := newStore(t, db.DB, postgres.Options{})
+	prefix := strings.TrimSuffix(store.Tables()[0], "authority")
+	key := stores.Add(1) // an advisory lock of this test's own
+	for _, ddl := range []string{
+		fmt.Sprintf(`CREATE FUNCTION "%slive_stall"() RETURNS trigger LANGUAGE plpgsql AS $f$
+		BEGIN
+			PERFORM pg_catalog.pg_advisory_xact_lock(%d);
+			RETURN NULL;
+		END $f$`, prefix, key),
+		fmt.Sprintf(`CREATE CONSTRAINT TRIGGER "%slive_stall" AFTER INSERT OR UPDATE ON "%s"
+			DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "%slive_stall"()`, prefix, store.TenureFence().Name(), prefix),
+	} {
+		if _, err := db.ExecContext(ctx, ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder, err := db.Conn(ctx) // the test's hold on the advisory lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	// The lease must outlive A's check: on a loaded machine 300 ms may
+	// not be enough to get there, and A acquires again for twice as long.
+	var (
+		a         leases.Lease
+		committed = make(chan error, 1)
+	)
+	for ttl := 300 * time.Millisecond; ; ttl *= 2 {
+		if _, err := holder.ExecContext(ctx, `SELECT pg_catalog.pg_advisory_lock($1)`, key); err != nil {
+			t.Fatal(err)
+		}
+		if a, err = store.Lessor().Acquire(ctx, "stretched", "A", ttl); err != nil {
+			t.Fatal(err)
+		}
+		var tenure *fence.Tenure
+		go func() { // its first transaction stalls too: let it go
+			var err error
+			tenure, err = store.Tenure(ctx, a)
+			committed <- err
+		}()
+		if !awaitLockWaitOr(t, db.DB, committed, nil) {
+			t.Fatal(<-committed)
+		}
+		if _, err := holder.ExecContext(ctx, `SELECT pg_catalog.pg_advisory_unlock($1)`, key); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-committed; errors.Is(err, leases.ErrNotLive) {
+			awaitServerClock(t, db.DB, a.ExpiresAt)
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := holder.ExecContext(ctx, `SELECT pg_catalog.pg_advisory_lock($1)`, key); err != nil {
+			t.Fatal(err)
+		}
+		go func() { committed <- tenure.Tx(ctx, nil, func(*sql.Tx) error { return nil }) }()
+		if !awaitLockWaitOr(t, db.DB, committed, nil) {
+			t.Fatal(<-committed)
+		}
+		var checked bool // A's COMMIT waits in the stall, or its check refused it
+		if err := db.QueryRowContext(ctx, `SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'advisory'`).Scan(&checked); err != nil {
+			t.Fatal(err)
+		}
+		if checked {
+			break
+		}
+		if _, err := holder.ExecContext(ctx, `SELECT pg_catalog.pg_advisory_unlock($1)`, key); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-committed; !errors.Is(err, leases.ErrNotLive) {
+			t.Fatal(err)
+		}
+		awaitServerClock(t, db.DB, a.ExpiresAt)
+	}
+	awaitServerClock(t, db.DB, a.ExpiresAt) // A's lease has expired; its checked COMMIT is still to come
+	granted := make(chan error, 1)
+	go func() {
+		_, err := store.Lessor().Acquire(ctx, "stretched", "B", time.Minute)
+		granted <- err
+	}()
+	for waiting := 0; waiting < 2; { // A in the stall, and B on the lease row
+		select {
+		case err := <-granted:
+			_, _ = holder.ExecContext(ctx, `SELECT pg_catalog.pg_advisory_unlock($1)`, key)
+			t.Fatalf("B was granted (%v) while A's transaction, checked while its lease lived, was still to commit: "+
+				"it commits after the grant (then: %v)", err, <-committed)
+		default:
+		}
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := holder.ExecContext(ctx, `SELECT pg_catalog.pg_advisory_unlock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-committed; err != nil {
+		t.Fatalf("A's transaction, checked while its lease lived: %v", err)
+	}
+	if err := <-granted; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -90,7 +90,11 @@ func TestTenureOutcomes(t *testing.T) {
 	nothing := func() {}
 	refused := func(tn *fence.Tenure, want ...error) {
 		t.Helper()
-		err := f.insert(tn, nothing)
+		ran := false
+		err := f.insert(tn, func() { ran = true })
+		if ran {
+			t.Errorf("a transaction of %+v ran its function; the admission must refuse first", tn.Lease())
+		}
 		for _, w := range want {
 			if !errors.Is(err, w) {
 				t.Fatalf("a transaction of %+v: %v; want %v", tn.Lease(), err, want)
