@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -153,8 +152,7 @@ func (r *deployment) Rewindable(ctx context.Context) (backend.Rewindable, error)
 	if err != nil {
 		return nil, err
 	}
-	prefix := r.prefix("explore")
-	return explorable{newClientStore(client, prefix), prefix}, nil
+	return newExplorable(client, r.prefix("explore")), nil
 }
 
 // sandbox is one scenario's prefix on the run's cluster. It is a
@@ -266,78 +264,4 @@ func (p *sandbox) OpenMember(ctx context.Context, i int) (backend.Store, error) 
 		return nil, err
 	}
 	return newClientStore(client, p.prefix), nil
-}
-
-// explorable is a store whose snapshot is every key under its prefix with
-// its value, in key order: two snapshots are equal exactly when the keys
-// and values are, whatever their revisions.
-//
-// Its reads are serializable, answered by the member from what it has
-// applied, without the round of heartbeats a linearizable read costs: its
-// client talks to one member (the leader, see Explorable), which answers
-// every write of this store only once it has applied it, and nothing else
-// writes under the prefix while the explorer runs, so what it has applied
-// is everything there is.
-type explorable struct {
-	clientStore
-	prefix string
-}
-
-func (e explorable) Snapshot(ctx context.Context) ([]byte, error) {
-	resp, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend), clientv3.WithSerializable())
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	pairs := make([][2]string, len(resp.Kvs))
-	for i, kv := range resp.Kvs {
-		pairs[i] = [2]string{strings.TrimPrefix(string(kv.Key), e.prefix), string(kv.Value)}
-	}
-	return json.Marshal(pairs)
-}
-
-// Restore makes the keys under the prefix those of the snapshot, in one
-// transaction: it deletes the keys the snapshot lacks (etcd refuses a
-// transaction whose delete and put touch one key) and puts the others.
-//
-// A transaction the server timed out ("request timed out": on a loaded
-// machine the members' disks or CPUs can take longer than etcd's request
-// timeout) may or may not have been applied; restoring again from what
-// is there then is the same restore, so it is tried again. The explorer
-// restores thousands of times a run: the one call where an overloaded
-// machine is most likely to meet the timeout.
-func (e explorable) Restore(ctx context.Context, snapshot []byte) error {
-	var pairs [][2]string
-	if err := json.Unmarshal(snapshot, &pairs); err != nil {
-		return fmt.Errorf("restore: not a snapshot: %w", err)
-	}
-	for {
-		err := e.restore(ctx, pairs)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil || !errors.Is(rpctypes.Error(err), rpctypes.ErrTimeout) {
-			return fmt.Errorf("restore: %w", err)
-		}
-	}
-}
-
-// restore is one try of Restore.
-func (e explorable) restore(ctx context.Context, pairs [][2]string) error {
-	now, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithSerializable())
-	if err != nil {
-		return err
-	}
-	keep := map[string]bool{}
-	var ops []clientv3.Op
-	for _, kv := range pairs {
-		keep[e.prefix+kv[0]] = true
-		ops = append(ops, clientv3.OpPut(e.prefix+kv[0], kv[1]))
-	}
-	for _, kv := range now.Kvs {
-		if !keep[string(kv.Key)] {
-			ops = append(ops, clientv3.OpDelete(string(kv.Key)))
-		}
-	}
-	_, err = e.client.Txn(ctx).Then(ops...).Commit()
-	return err
 }
