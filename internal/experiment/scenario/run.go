@@ -13,7 +13,8 @@ import (
 // Options tune a scenario's run; the zero value is the default.
 type Options struct {
 	// WorkerStarted, when set, learns the pid of every worker process as
-	// it starts. Pids never enter the results.
+	// it starts. A scenario starts its workers at once, and calls it one
+	// at a time, in no set order. Pids never enter the results.
 	WorkerStarted func(scenario, worker string, pid int)
 	// SandboxMade, when set, runs after the controller has made the
 	// scenario's sandbox and opened its own store there, and before any

@@ -120,7 +120,7 @@ var defs = []Def{
 // pauses; B acquires at the exact expiry tick, writes and exits; A resumes
 // and writes with its old epoch.
 func pausedHolder(r *script) {
-	a, b := r.start("A"), r.start("B")
+	a, b := r.startPair("A", "B")
 	expiry := r.def.Params.TTL // A is granted at tick 0
 	r.at(0).acquire(a)
 	r.at(expiry - 1).acquire(b) // refused: A's lease is live until its expiry tick
@@ -136,7 +136,7 @@ func pausedHolder(r *script) {
 // expiryBeforeObservation is the gap: the new holder's epoch has not
 // reached the receiver when the old holder writes.
 func expiryBeforeObservation(r *script) {
-	a, b := r.start("A"), r.start("B")
+	a, b := r.startPair("A", "B")
 	expiry := r.def.Params.TTL
 	r.at(0).acquire(a)
 	r.at(expiry).acquire(b)
@@ -151,7 +151,7 @@ func expiryBeforeObservation(r *script) {
 // receiver before the holder acts, so the old holder's write is already
 // stale when it arrives.
 func fenceBeforeActing(r *script) {
-	a, b := r.start("A"), r.start("B")
+	a, b := r.startPair("A", "B")
 	expiry := r.def.Params.TTL
 	r.at(0).acquire(a)
 	r.at(expiry).acquire(b)
@@ -167,7 +167,7 @@ func fenceBeforeActing(r *script) {
 // session would have renewed had A run; paused, A can only learn on
 // resuming that its deadline has passed, and then it does not write.
 func sessionStopsPausedHolder(r *script) {
-	a, b := r.start("A"), r.start("B")
+	a, b := r.startPair("A", "B")
 	expiry := r.def.Params.TTL
 	r.at(0).startSession(a, r.def.Params.SessionMargin)
 	r.pause(a)
@@ -183,7 +183,7 @@ func sessionStopsPausedHolder(r *script) {
 // leaderFailover: the authority survives its leader's crash, keeps its
 // epochs, and every member agrees once the stopped one is back.
 func leaderFailover(r *script) {
-	a, b := r.start("A"), r.start("B")
+	a, b := r.startPair("A", "B")
 	expiry := r.def.Params.TTL
 	r.at(0).acquire(a)
 	r.stopLeader()
