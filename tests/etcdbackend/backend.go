@@ -110,6 +110,9 @@ type deployment struct {
 
 func (r *deployment) Close() error { return r.cluster.Close() }
 
+// Remote implements backend.Remote.
+func (r *deployment) Remote() {}
+
 // Failed implements backend.Failing: a member that ends unbidden fails
 // the run, even if the others could go on without it.
 func (r *deployment) Failed() <-chan struct{} { return r.cluster.Failed() }

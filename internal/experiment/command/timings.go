@@ -49,7 +49,7 @@ func printTimings(ctx context.Context, w io.Writer, drivers []backend.Driver, do
 	longest, floors := time.Duration(0), time.Duration(0)
 	var floored []string
 	for i, b := range stats.Backends {
-		longest = max(longest, b.Start+b.Scenarios+b.Exploration)
+		longest = max(longest, b.Took)
 		fmt.Fprintf(w, "  %s\n", b.Backend)
 		if b.Start > time.Millisecond {
 			line("start (a cluster)", 0, 0, 0, b.Start)

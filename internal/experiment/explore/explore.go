@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"leases"
 	"leases/internal/experiment/backend"
@@ -70,23 +71,48 @@ func (s *Stats) Add(other Stats) {
 }
 
 // Explore runs every schedule of the bounded model for each protocol on the
-// real authority and receiver of a running backend.
+// real authority and receiver of a running backend, each protocol on a
+// store of its own: side by side on a remote deployment (backend.Remote:
+// on etcd, each is a chain of round trips to the leader, which serves
+// several at once), else one after another.
 func Explore(ctx context.Context, deployment backend.Deployment, bounds Bounds) (*Exploration, Stats, error) {
 	var stats Stats
 	if err := bounds.Check(); err != nil {
 		return nil, stats, err
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	figures := make([]ProtocolFigures, len(protocols))
+	each := make([]Stats, len(protocols))
+	errs := make([]error, len(protocols))
+	atOnce := 1
+	if _, remote := deployment.(backend.Remote); remote {
+		atOnce = len(protocols)
+	}
+	turns := make(chan struct{}, atOnce)
+	var wg sync.WaitGroup
+	for i, p := range protocols {
+		turns <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-turns }()
+			figures[i], each[i], errs[i] = exploreProtocol(ctx, deployment, bounds, p, faults{})
+			if errs[i] != nil && !errors.Is(errs[i], errNoUserTransactions) {
+				errs[i] = fmt.Errorf("explore %s: %w", p, errs[i])
+				cancel(errs[i]) // the others stop: the first failure is the error
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+		return nil, stats, err
+	}
 	ex := &Exploration{Bounds: bounds}
-	for _, p := range protocols {
-		figures, s, err := exploreProtocol(ctx, deployment, bounds, p, faults{})
-		if errors.Is(err, errNoUserTransactions) {
+	for i := range protocols {
+		if errors.Is(errs[i], errNoUserTransactions) {
 			continue // a protocol this backend cannot run
 		}
-		if err != nil {
-			return nil, stats, fmt.Errorf("explore %s: %w", p, err)
-		}
-		stats.Add(s)
-		ex.Protocols = append(ex.Protocols, figures)
+		stats.Add(each[i])
+		ex.Protocols = append(ex.Protocols, figures[i])
 	}
 	return ex, stats, nil
 }

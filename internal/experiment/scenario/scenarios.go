@@ -17,6 +17,9 @@ type Def struct {
 	Schedule func(*script)
 	// Backends, when set, are the only backends the scenario runs on.
 	Backends []string
+	// StopsMembers says that the scenario stops a member of the
+	// deployment (the cluster's leader): it runs while nothing else does.
+	StopsMembers bool
 }
 
 // RunsOn reports whether the scenario runs on the backend called name.
@@ -113,6 +116,7 @@ var defs = []Def{
 			"stops; B acquires at the expiry tick from the remaining members and writes; A's old write is rejected; " +
 			"the stopped member restarts, and each member, read alone, holds the same lease epoch and record.",
 		Receiver: backend.Fenced, Params: gapParams, Schedule: leaderFailover, Backends: []string{"etcd"},
+		StopsMembers: true,
 	},
 }
 
