@@ -147,15 +147,20 @@ func (r *deployment) NewSandbox(ctx context.Context, scenario string) (backend.S
 // learn of the commit, two more hops between processes; no member fails
 // while the explorer runs.
 func (r *deployment) Rewindable(ctx context.Context) (backend.Rewindable, error) {
-	leader, err := r.cluster.Leader(ctx)
-	if err != nil {
-		return nil, err
-	}
-	client, err := r.cluster.MemberClient(ctx, leader)
+	client, err := r.leaderClient(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return newExplorable(client, r.prefix("explore")), nil
+}
+
+// leaderClient is a client that talks to the leader alone.
+func (r *deployment) leaderClient(ctx context.Context) (*clientv3.Client, error) {
+	leader, err := r.cluster.Leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.cluster.MemberClient(ctx, leader)
 }
 
 // sandbox is one scenario's prefix on the run's cluster. It is a

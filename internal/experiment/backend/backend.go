@@ -104,14 +104,24 @@ type Remote interface {
 // Floored is implemented by drivers that can measure, on this machine,
 // what a run's parts cost at the least on their backend, for the
 // command's --timings: a transaction that commits, one that only reads
-// (each one operation of a scenario), and an explorer's step.
+// (each one operation of a scenario), an explorer's step, and on a
+// cluster its start, an election and a member's restart (Floors).
 type Floored interface {
 	Floors(ctx context.Context) (Floors, error)
 }
 
-// Floors are what a backend's transactions cost at the least.
+// Floors are what a backend's transactions cost at the least: bare ones,
+// each measured by itself. On a cluster also what its own steps cost
+// when nothing else runs: starting it, stopping its leader until the
+// others serve again (an election), and restarting that member.
 type Floors struct {
-	Write, Read, Step time.Duration
+	Write, Read, Step        time.Duration
+	Start, Election, Restart time.Duration
+	// OpenWrites and OpenReads are the transactions of opening a
+	// scenario's stores: the controller's (which on SQLite creates the
+	// two tables: two that commit) and each worker's (which finds them
+	// there: two that read).
+	OpenWrites, OpenReads int
 }
 
 // StartInTemp starts driver's backend for one run in a temporary

@@ -61,13 +61,18 @@ type Stats struct {
 	// many steps ran on the real authority and receiver; Restores is how
 	// many times the database was rolled back to a branch point.
 	States, StepsRun, Restores int
+	// Chain is how many of the steps ran one after another: all of them
+	// where the protocols were explored one after another, the longest
+	// protocol's where side by side.
+	Chain int
 }
 
-// Add adds other's figures to s.
+// Add adds other's figures to s, as if other's steps ran after s's.
 func (s *Stats) Add(other Stats) {
 	s.States += other.States
 	s.StepsRun += other.StepsRun
 	s.Restores += other.Restores
+	s.Chain += other.Chain
 }
 
 // Explore runs every schedule of the bounded model for each protocol on the
@@ -111,7 +116,11 @@ func Explore(ctx context.Context, deployment backend.Deployment, bounds Bounds) 
 		if errors.Is(errs[i], errNoUserTransactions) {
 			continue // a protocol this backend cannot run
 		}
+		chain := stats.Chain
 		stats.Add(each[i])
+		if atOnce > 1 {
+			stats.Chain = max(chain, each[i].Chain)
+		}
 		ex.Protocols = append(ex.Protocols, figures[i])
 	}
 	return ex, stats, nil
@@ -166,7 +175,7 @@ func exploreProtocol(ctx context.Context, deployment backend.Deployment, bounds 
 		}
 		figures.Counterexamples = append(figures.Counterexamples, Counterexample{propertyNames[prop], schedule})
 	}
-	return figures, Stats{States: len(x.memo), StepsRun: x.stepsRun, Restores: x.restores}, nil
+	return figures, Stats{States: len(x.memo), StepsRun: x.stepsRun, Restores: x.restores, Chain: x.stepsRun}, nil
 }
 
 // explorer walks the tree of schedules depth first on one in-memory
