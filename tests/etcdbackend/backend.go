@@ -73,7 +73,11 @@ func (b Backend) Start(ctx context.Context, dir string) (backend.Deployment, err
 	if err != nil {
 		return nil, err
 	}
-	return &deployment{cluster: c}, nil
+	client, err := c.Client(ctx)
+	if err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	return &deployment{cluster: c, client: client}, nil
 }
 
 // clientStore is a store that owns its client.
@@ -100,10 +104,20 @@ func newClientStore(client *clientv3.Client, prefix string) clientStore {
 
 func (s clientStore) Close() error { return s.client.Close() }
 
+// heldStore is a store on a client that others use too: its Close leaves
+// the client open.
+type heldStore struct{ *etcd.Store }
+
+func (heldStore) Close() error { return nil }
+
 // deployment is the cluster of one run. Every sandbox is a prefix of its own;
 // the explorer's stores too.
 type deployment struct {
-	cluster   *etcdcluster.Cluster
+	cluster *etcdcluster.Cluster
+	// client is the controller's, of every member, for the whole run:
+	// each new client costs 7 ms of CPU, the members' and this process's,
+	// and a round trip (measured on the command's cluster).
+	client    *clientv3.Client
 	mu        sync.Mutex
 	sandboxes int
 }
@@ -130,11 +144,7 @@ func (r *deployment) prefix(name string) string {
 
 // NewPlace implements backend.Deployment.
 func (r *deployment) NewSandbox(ctx context.Context, scenario string) (backend.Sandbox, error) {
-	client, err := r.cluster.Client(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p := &sandbox{ctx: ctx, cluster: r.cluster, client: client, prefix: r.prefix(scenario), stopped: -1}
+	p := &sandbox{ctx: ctx, cluster: r.cluster, client: r.client, prefix: r.prefix(scenario), stopped: -1}
 	text, err := json.Marshal(address{Endpoints: r.cluster.Endpoints(), Prefix: p.prefix})
 	p.address = string(text)
 	return p, err
@@ -168,7 +178,7 @@ func (r *deployment) leaderClient(ctx context.Context) (*clientv3.Client, error)
 type sandbox struct {
 	ctx     context.Context // the run's: an interrupted run cleans up nothing
 	cluster *etcdcluster.Cluster
-	client  *clientv3.Client // the controller's, for cleaning up
+	client  *clientv3.Client // the controller's (the deployment's): the observer's, and for cleaning up
 	prefix  string
 	address string
 	stopped int // the stopped member, or -1
@@ -177,16 +187,21 @@ type sandbox struct {
 func (p *sandbox) Address() string { return p.address }
 
 // Close deletes every key under the prefix: what a scenario wrote is not
-// left for the next one, nor counted in the explorer's snapshots. The
-// delete is bounded by the run's context: once the run is interrupted,
-// the cluster goes with it, and waiting on it (a killed leader's
-// connection, a lost quorum) would only hold up the end.
+// left for the next one. The delete is bounded by the run's context: once
+// the run is interrupted, the cluster goes with it, and waiting on it (a
+// killed leader's connection, a lost quorum) would only hold up the end.
 func (p *sandbox) Close() error {
-	var err error
-	if p.ctx.Err() == nil {
-		_, err = p.client.Delete(p.ctx, p.prefix, clientv3.WithPrefix())
+	if p.ctx.Err() != nil {
+		return nil
 	}
-	return errors.Join(err, p.client.Close())
+	_, err := p.client.Delete(p.ctx, p.prefix, clientv3.WithPrefix())
+	return err
+}
+
+// Observer implements backend.Observed: a store on the prefix through the
+// deployment's client of every member.
+func (p *sandbox) Observer() backend.Store {
+	return heldStore{etcd.New(p.client, etcd.Options{Prefix: p.prefix, CallTimeout: callBound})}
 }
 
 func (p *sandbox) Members() int { return Members }

@@ -39,7 +39,7 @@ func Run(ctx context.Context, driver backend.Driver, deployment backend.Deployme
 	// The controller opens the sandbox first (on SQLite, it creates the
 	// database) and keeps its own store only to read the receiver's
 	// record after each step.
-	store, err := driver.Open(ctx, sandbox.Address())
+	store, err := observer(ctx, driver, sandbox)
 	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario %s: %w", def.Name, err)
 	}
@@ -70,6 +70,15 @@ func Run(ctx context.Context, driver backend.Driver, deployment backend.Deployme
 	}
 	sc.Verdicts = computeVerdicts(sc.Steps, sc.Final)
 	return sc, nil
+}
+
+// observer is the controller's own store in sandbox: the one the sandbox
+// gives (backend.Observed), else one the driver opens.
+func observer(ctx context.Context, driver backend.Driver, sandbox backend.Sandbox) (backend.Store, error) {
+	if o, ok := sandbox.(backend.Observed); ok {
+		return o.Observer(), nil
+	}
+	return driver.Open(ctx, sandbox.Address())
 }
 
 func recordOrNil(rec leases.Record, found bool) *leases.Record {
