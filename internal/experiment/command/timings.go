@@ -84,21 +84,7 @@ func (t timingsTable) backend(b BackendStats, f backend.Floors, reexec time.Dura
 	} else if b.Start > time.Millisecond {
 		t.line("start", 0, 0, 0, b.Start)
 	}
-	var alone, beside, all scenario.Work
-	var alones, besides int
-	for _, sc := range scenarios {
-		w := sc.Work()
-		w.Writes += f.OpenWrites
-		w.Reads += w.Workers * f.OpenReads
-		all.Add(w)
-		if stopsMembers(sc.Name) {
-			alone.Add(w)
-			alones++
-		} else {
-			beside.Add(w)
-			besides++
-		}
-	}
+	alone, beside, all, alones, besides := splitWork(scenarios, f)
 	// A scenario starts its workers at once: a start's floor each.
 	workFloor := func(w scenario.Work, scenarios int) time.Duration {
 		return time.Duration(scenarios)*reexec + time.Duration(w.Writes)*f.Write + time.Duration(w.Reads)*f.Read +
@@ -115,7 +101,11 @@ func (t timingsTable) backend(b BackendStats, f backend.Floors, reexec time.Dura
 	if alones > 0 {
 		t.line("scenarios that stop a member, alone", 0, 0, aloneFloor, b.Alone)
 	}
-	t.line("scenarios, beside the exploration", 0, 0, besideFloor, b.Scenarios)
+	others := "scenarios"
+	if b.SideBySide {
+		others = "scenarios, beside the exploration"
+	}
+	t.line(others, 0, 0, besideFloor, b.Scenarios)
 	steps := "exploration steps"
 	if b.Explore.Chain < b.Explore.StepsRun {
 		steps = fmt.Sprintf("exploration steps (%d of them one after another)", b.Explore.Chain)
@@ -124,9 +114,32 @@ func (t timingsTable) backend(b BackendStats, f backend.Floors, reexec time.Dura
 	t.line(steps, b.Explore.StepsRun, f.Step, exploreFloor, b.Exploration)
 	fmt.Fprintf(t.w, "  %-44s %7d (rollbacks to a branch point) and %d distinct states (one snapshot each)\n",
 		"  of which restores", b.Explore.Restores, b.Explore.States)
-	floor := f.Start + aloneFloor + max(besideFloor, exploreFloor)
+	floor := f.Start + aloneFloor + besideFloor + exploreFloor
+	if b.SideBySide {
+		floor = f.Start + aloneFloor + max(besideFloor, exploreFloor)
+	}
 	t.line("the backend, from its start to its end", 0, 0, floor, b.Took)
 	return floor
+}
+
+// splitWork counts the work of scenarios (their stores' opens included,
+// as f has them): of those that ran alone, of the others, and of all,
+// and how many scenarios ran alone and not.
+func splitWork(scenarios []scenario.Scenario, f backend.Floors) (alone, others, all scenario.Work, alones, besides int) {
+	for _, sc := range scenarios {
+		w := sc.Work()
+		w.Writes += f.OpenWrites
+		w.Reads += w.Workers * f.OpenReads
+		all.Add(w)
+		if stopsMembers(sc.Name) {
+			alone.Add(w)
+			alones++
+		} else {
+			others.Add(w)
+			besides++
+		}
+	}
+	return alone, others, all, alones, besides
 }
 
 // stopsMembers reports whether the scenario called name runs alone.
