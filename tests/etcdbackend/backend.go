@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -74,7 +73,11 @@ func (b Backend) Start(ctx context.Context, dir string) (backend.Deployment, err
 	if err != nil {
 		return nil, err
 	}
-	return &deployment{cluster: c}, nil
+	client, err := c.Client(ctx)
+	if err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	return &deployment{cluster: c, client: client}, nil
 }
 
 // clientStore is a store that owns its client.
@@ -101,15 +104,28 @@ func newClientStore(client *clientv3.Client, prefix string) clientStore {
 
 func (s clientStore) Close() error { return s.client.Close() }
 
+// heldStore is a store on a client that others use too: its Close leaves
+// the client open.
+type heldStore struct{ *etcd.Store }
+
+func (heldStore) Close() error { return nil }
+
 // deployment is the cluster of one run. Every sandbox is a prefix of its own;
 // the explorer's stores too.
 type deployment struct {
-	cluster   *etcdcluster.Cluster
+	cluster *etcdcluster.Cluster
+	// client is the controller's, of every member, for the whole run:
+	// each new client costs 7 ms of CPU, the members' and this process's,
+	// and a round trip (measured on the command's cluster).
+	client    *clientv3.Client
 	mu        sync.Mutex
 	sandboxes int
 }
 
 func (r *deployment) Close() error { return r.cluster.Close() }
+
+// Remote implements backend.Remote.
+func (r *deployment) Remote() {}
 
 // Failed implements backend.Failing: a member that ends unbidden fails
 // the run, even if the others could go on without it.
@@ -128,11 +144,7 @@ func (r *deployment) prefix(name string) string {
 
 // NewPlace implements backend.Deployment.
 func (r *deployment) NewSandbox(ctx context.Context, scenario string) (backend.Sandbox, error) {
-	client, err := r.cluster.Client(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p := &sandbox{ctx: ctx, cluster: r.cluster, client: client, prefix: r.prefix(scenario), stopped: -1}
+	p := &sandbox{ctx: ctx, cluster: r.cluster, client: r.client, prefix: r.prefix(scenario), stopped: -1}
 	text, err := json.Marshal(address{Endpoints: r.cluster.Endpoints(), Prefix: p.prefix})
 	p.address = string(text)
 	return p, err
@@ -145,16 +157,20 @@ func (r *deployment) NewSandbox(ctx context.Context, scenario string) (backend.S
 // learn of the commit, two more hops between processes; no member fails
 // while the explorer runs.
 func (r *deployment) Rewindable(ctx context.Context) (backend.Rewindable, error) {
+	client, err := r.leaderClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newExplorable(client, r.prefix("explore")), nil
+}
+
+// leaderClient is a client that talks to the leader alone.
+func (r *deployment) leaderClient(ctx context.Context) (*clientv3.Client, error) {
 	leader, err := r.cluster.Leader(ctx)
 	if err != nil {
 		return nil, err
 	}
-	client, err := r.cluster.MemberClient(ctx, leader)
-	if err != nil {
-		return nil, err
-	}
-	prefix := r.prefix("explore")
-	return explorable{newClientStore(client, prefix), prefix}, nil
+	return r.cluster.MemberClient(ctx, leader)
 }
 
 // sandbox is one scenario's prefix on the run's cluster. It is a
@@ -162,7 +178,7 @@ func (r *deployment) Rewindable(ctx context.Context) (backend.Rewindable, error)
 type sandbox struct {
 	ctx     context.Context // the run's: an interrupted run cleans up nothing
 	cluster *etcdcluster.Cluster
-	client  *clientv3.Client // the controller's, for cleaning up
+	client  *clientv3.Client // the controller's (the deployment's): the observer's, and for cleaning up
 	prefix  string
 	address string
 	stopped int // the stopped member, or -1
@@ -171,16 +187,21 @@ type sandbox struct {
 func (p *sandbox) Address() string { return p.address }
 
 // Close deletes every key under the prefix: what a scenario wrote is not
-// left for the next one, nor counted in the explorer's snapshots. The
-// delete is bounded by the run's context: once the run is interrupted,
-// the cluster goes with it, and waiting on it (a killed leader's
-// connection, a lost quorum) would only hold up the end.
+// left for the next one. The delete is bounded by the run's context: once
+// the run is interrupted, the cluster goes with it, and waiting on it (a
+// killed leader's connection, a lost quorum) would only hold up the end.
 func (p *sandbox) Close() error {
-	var err error
-	if p.ctx.Err() == nil {
-		_, err = p.client.Delete(p.ctx, p.prefix, clientv3.WithPrefix())
+	if p.ctx.Err() != nil {
+		return nil
 	}
-	return errors.Join(err, p.client.Close())
+	_, err := p.client.Delete(p.ctx, p.prefix, clientv3.WithPrefix())
+	return err
+}
+
+// Observer implements backend.Observed: a store on the prefix through the
+// deployment's client of every member.
+func (p *sandbox) Observer() backend.Store {
+	return heldStore{etcd.New(p.client, etcd.Options{Prefix: p.prefix, CallTimeout: callBound})}
 }
 
 func (p *sandbox) Members() int { return Members }
@@ -266,78 +287,4 @@ func (p *sandbox) OpenMember(ctx context.Context, i int) (backend.Store, error) 
 		return nil, err
 	}
 	return newClientStore(client, p.prefix), nil
-}
-
-// explorable is a store whose snapshot is every key under its prefix with
-// its value, in key order: two snapshots are equal exactly when the keys
-// and values are, whatever their revisions.
-//
-// Its reads are serializable, answered by the member from what it has
-// applied, without the round of heartbeats a linearizable read costs: its
-// client talks to one member (the leader, see Explorable), which answers
-// every write of this store only once it has applied it, and nothing else
-// writes under the prefix while the explorer runs, so what it has applied
-// is everything there is.
-type explorable struct {
-	clientStore
-	prefix string
-}
-
-func (e explorable) Snapshot(ctx context.Context) ([]byte, error) {
-	resp, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend), clientv3.WithSerializable())
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	pairs := make([][2]string, len(resp.Kvs))
-	for i, kv := range resp.Kvs {
-		pairs[i] = [2]string{strings.TrimPrefix(string(kv.Key), e.prefix), string(kv.Value)}
-	}
-	return json.Marshal(pairs)
-}
-
-// Restore makes the keys under the prefix those of the snapshot, in one
-// transaction: it deletes the keys the snapshot lacks (etcd refuses a
-// transaction whose delete and put touch one key) and puts the others.
-//
-// A transaction the server timed out ("request timed out": on a loaded
-// machine the members' disks or CPUs can take longer than etcd's request
-// timeout) may or may not have been applied; restoring again from what
-// is there then is the same restore, so it is tried again. The explorer
-// restores thousands of times a run: the one call where an overloaded
-// machine is most likely to meet the timeout.
-func (e explorable) Restore(ctx context.Context, snapshot []byte) error {
-	var pairs [][2]string
-	if err := json.Unmarshal(snapshot, &pairs); err != nil {
-		return fmt.Errorf("restore: not a snapshot: %w", err)
-	}
-	for {
-		err := e.restore(ctx, pairs)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil || !errors.Is(rpctypes.Error(err), rpctypes.ErrTimeout) {
-			return fmt.Errorf("restore: %w", err)
-		}
-	}
-}
-
-// restore is one try of Restore.
-func (e explorable) restore(ctx context.Context, pairs [][2]string) error {
-	now, err := e.client.Get(ctx, e.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithSerializable())
-	if err != nil {
-		return err
-	}
-	keep := map[string]bool{}
-	var ops []clientv3.Op
-	for _, kv := range pairs {
-		keep[e.prefix+kv[0]] = true
-		ops = append(ops, clientv3.OpPut(e.prefix+kv[0], kv[1]))
-	}
-	for _, kv := range now.Kvs {
-		if !keep[string(kv.Key)] {
-			ops = append(ops, clientv3.OpDelete(string(kv.Key)))
-		}
-	}
-	_, err = e.client.Txn(ctx).Then(ops...).Commit()
-	return err
 }

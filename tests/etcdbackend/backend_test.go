@@ -1,6 +1,7 @@
 package etcdbackend
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -18,19 +19,14 @@ func TestMain(m *testing.M) {
 // down, the others lead and serve, and no failure is reported; restarted,
 // it is a new process on the same member.
 func TestStopLeaderKillsTheLeadersProcess(t *testing.T) {
-	ctx := testctx.Context(t)
-	r, err := Backend{}.Start(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
+	ctx, r := start(t)
 	p, err := r.NewSandbox(ctx, "failover")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	sandbox := p.(backend.Cluster)
-	c := r.(*deployment).cluster
+	c := r.cluster
 	leader, err := c.Leader(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +47,20 @@ func TestStopLeaderKillsTheLeadersProcess(t *testing.T) {
 	if again, up := c.PID(leader); !up || again == pid {
 		t.Fatalf("member %d after RestartStopped: pid %d, up %v; want a new process", leader, again, up)
 	}
-	if err := r.(backend.Failing).Err(); err != nil {
+	if err := r.Err(); err != nil {
 		t.Fatalf("a member the scenario killed counts as a failure: %v", err)
 	}
+}
+
+// start starts the backend's cluster for the test, closed when it ends,
+// and returns the test's context with it.
+func start(t *testing.T) (context.Context, *deployment) {
+	t.Helper()
+	ctx := testctx.Context(t)
+	r, err := Backend{}.Start(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return ctx, r.(*deployment)
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -88,10 +87,6 @@ func playMember(args []string) int {
 	var out reporter
 	go obey(os.Stdin, proxy, &out)
 	wal.SegmentSizeBytes = cfg.WALSegment
-	// One P: a member serves one request at a time in the tests, and
-	// three members, a caller and its workers share a few cores; more
-	// Ps only spin, looking for work, at every wake-up.
-	runtime.GOMAXPROCS(1)
 	e, err := embed.StartEtcd(cfg.embed())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "etcd-member: start:", err)

@@ -52,6 +52,13 @@ func startProcess(cfg memberConfig, wrap []string, onReport func(p *process, r r
 	if err != nil {
 		return nil, err
 	}
+	// One P: a member serves one request at a time in the tests, and
+	// three members, a caller and its workers share a few cores; more
+	// Ps only spin, looking for work, at every wake-up. Set from the
+	// start, not by the member once it runs: the runtime's start and the
+	// packages' init (etcd's registers hundreds of metrics, each with a
+	// goroutine of its own) then run on one P too.
+	cmd.Env = append(cmd.Env, "GOMAXPROCS=1")
 	if len(wrap) > 0 {
 		path, err := exec.LookPath(wrap[0])
 		if err != nil {

@@ -91,17 +91,37 @@ type Failing interface {
 	Err() error
 }
 
+// Remote is implemented by deployments whose stores are served by
+// processes of their own (etcd's members): every call of a store is a
+// round trip, and the server serves several stores' calls at once. The
+// explorer explores its protocols side by side there. In this process
+// (SQLite), each protocol keeps a core busy, and side by side they took
+// 1.8x the CPU and 1.9x the time (measured, the explorer's benchmark).
+type Remote interface {
+	Remote()
+}
+
 // Floored is implemented by drivers that can measure, on this machine,
 // what a run's parts cost at the least on their backend, for the
 // command's --timings: a transaction that commits, one that only reads
-// (each one operation of a scenario), and an explorer's step.
+// (each one operation of a scenario), an explorer's step, and on a
+// cluster its start, an election and a member's restart (Floors).
 type Floored interface {
 	Floors(ctx context.Context) (Floors, error)
 }
 
-// Floors are what a backend's transactions cost at the least.
+// Floors are what a backend's transactions cost at the least: bare ones,
+// each measured by itself. On a cluster also what its own steps cost
+// when nothing else runs: starting it, stopping its leader until the
+// others serve again (an election), and restarting that member.
 type Floors struct {
-	Write, Read, Step time.Duration
+	Write, Read, Step        time.Duration
+	Start, Election, Restart time.Duration
+	// OpenWrites and OpenReads are the transactions of opening a
+	// scenario's stores: the controller's (which on SQLite creates the
+	// two tables: two that commit) and each worker's (which finds them
+	// there: two that read).
+	OpenWrites, OpenReads int
 }
 
 // StartInTemp starts driver's backend for one run in a temporary
@@ -124,6 +144,17 @@ type Sandbox interface {
 	Address() string
 	// Close removes the sandbox and all it holds.
 	Close() error
+}
+
+// Observed is implemented by sandboxes that give the controller its own
+// store (the observer, which reads the receiver after every step) on a
+// connection the deployment holds for the whole run, rather than have it
+// open one per scenario: on etcd a new client of every member cost 7 ms
+// of CPU and a round trip (measured). The store's Close leaves that
+// connection open. Elsewhere the controller opens its store as a worker
+// does (Driver.Open).
+type Observed interface {
+	Observer() Store
 }
 
 // Rewindable is a store the explorer can snapshot and roll back. Two

@@ -111,7 +111,7 @@ func (e sqliteExplorable) LiveIn(ctx context.Context, tx *sql.Tx, held leases.Le
 // statement, COMMIT) with the store's settings, on a file in WAL mode for
 // the scenarios' writes and reads, in memory for the explorer's steps.
 func (SQLite) Floors(ctx context.Context) (Floors, error) {
-	var f Floors
+	f := Floors{OpenWrites: 2, OpenReads: 2}
 	dir, err := os.MkdirTemp("", "leases-floors-")
 	if err != nil {
 		return f, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"leases"
 	"leases/internal/experiment/backend"
@@ -60,33 +61,67 @@ type Stats struct {
 	// many steps ran on the real authority and receiver; Restores is how
 	// many times the database was rolled back to a branch point.
 	States, StepsRun, Restores int
+	// Chain is how many of the steps ran one after another: all of them
+	// where the protocols were explored one after another, the longest
+	// protocol's where side by side.
+	Chain int
 }
 
-// Add adds other's figures to s.
+// Add adds other's figures to s, as if other's steps ran after s's.
 func (s *Stats) Add(other Stats) {
 	s.States += other.States
 	s.StepsRun += other.StepsRun
 	s.Restores += other.Restores
+	s.Chain += other.Chain
 }
 
 // Explore runs every schedule of the bounded model for each protocol on the
-// real authority and receiver of a running backend.
+// real authority and receiver of a running backend, each protocol on a
+// store of its own: side by side on a remote deployment (backend.Remote:
+// on etcd, each is a chain of round trips to the leader, which serves
+// several at once), else one after another.
 func Explore(ctx context.Context, deployment backend.Deployment, bounds Bounds) (*Exploration, Stats, error) {
 	var stats Stats
 	if err := bounds.Check(); err != nil {
 		return nil, stats, err
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	figures := make([]ProtocolFigures, len(protocols))
+	each := make([]Stats, len(protocols))
+	errs := make([]error, len(protocols))
+	atOnce := 1
+	if _, remote := deployment.(backend.Remote); remote {
+		atOnce = len(protocols)
+	}
+	turns := make(chan struct{}, atOnce)
+	var wg sync.WaitGroup
+	for i, p := range protocols {
+		turns <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-turns }()
+			figures[i], each[i], errs[i] = exploreProtocol(ctx, deployment, bounds, p, faults{})
+			if errs[i] != nil && !errors.Is(errs[i], errNoUserTransactions) {
+				errs[i] = fmt.Errorf("explore %s: %w", p, errs[i])
+				cancel(errs[i]) // the others stop: the first failure is the error
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+		return nil, stats, err
+	}
 	ex := &Exploration{Bounds: bounds}
-	for _, p := range protocols {
-		figures, s, err := exploreProtocol(ctx, deployment, bounds, p, faults{})
-		if errors.Is(err, errNoUserTransactions) {
+	for i := range protocols {
+		if errors.Is(errs[i], errNoUserTransactions) {
 			continue // a protocol this backend cannot run
 		}
-		if err != nil {
-			return nil, stats, fmt.Errorf("explore %s: %w", p, err)
+		chain := stats.Chain
+		stats.Add(each[i])
+		if atOnce > 1 {
+			stats.Chain = max(chain, each[i].Chain)
 		}
-		stats.Add(s)
-		ex.Protocols = append(ex.Protocols, figures)
+		ex.Protocols = append(ex.Protocols, figures[i])
 	}
 	return ex, stats, nil
 }
@@ -140,7 +175,7 @@ func exploreProtocol(ctx context.Context, deployment backend.Deployment, bounds 
 		}
 		figures.Counterexamples = append(figures.Counterexamples, Counterexample{propertyNames[prop], schedule})
 	}
-	return figures, Stats{States: len(x.memo), StepsRun: x.stepsRun, Restores: x.restores}, nil
+	return figures, Stats{States: len(x.memo), StepsRun: x.stepsRun, Restores: x.restores, Chain: x.stepsRun}, nil
 }
 
 // explorer walks the tree of schedules depth first on one in-memory

@@ -13,7 +13,8 @@ import (
 // Options tune a scenario's run; the zero value is the default.
 type Options struct {
 	// WorkerStarted, when set, learns the pid of every worker process as
-	// it starts. Pids never enter the results.
+	// it starts. A scenario starts its workers at once, and calls it one
+	// at a time, in no set order. Pids never enter the results.
 	WorkerStarted func(scenario, worker string, pid int)
 	// SandboxMade, when set, runs after the controller has made the
 	// scenario's sandbox and opened its own store there, and before any
@@ -38,7 +39,7 @@ func Run(ctx context.Context, driver backend.Driver, deployment backend.Deployme
 	// The controller opens the sandbox first (on SQLite, it creates the
 	// database) and keeps its own store only to read the receiver's
 	// record after each step.
-	store, err := driver.Open(ctx, sandbox.Address())
+	store, err := observer(ctx, driver, sandbox)
 	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario %s: %w", def.Name, err)
 	}
@@ -69,6 +70,15 @@ func Run(ctx context.Context, driver backend.Driver, deployment backend.Deployme
 	}
 	sc.Verdicts = computeVerdicts(sc.Steps, sc.Final)
 	return sc, nil
+}
+
+// observer is the controller's own store in sandbox: the one the sandbox
+// gives (backend.Observed), else one the driver opens.
+func observer(ctx context.Context, driver backend.Driver, sandbox backend.Sandbox) (backend.Store, error) {
+	if o, ok := sandbox.(backend.Observed); ok {
+		return o.Observer(), nil
+	}
+	return driver.Open(ctx, sandbox.Address())
 }
 
 func recordOrNil(rec leases.Record, found bool) *leases.Record {

@@ -17,6 +17,9 @@ type Def struct {
 	Schedule func(*script)
 	// Backends, when set, are the only backends the scenario runs on.
 	Backends []string
+	// StopsMembers says that the scenario stops a member of the
+	// deployment (the cluster's leader): it runs while nothing else does.
+	StopsMembers bool
 }
 
 // RunsOn reports whether the scenario runs on the backend called name.
@@ -113,6 +116,7 @@ var defs = []Def{
 			"stops; B acquires at the expiry tick from the remaining members and writes; A's old write is rejected; " +
 			"the stopped member restarts, and each member, read alone, holds the same lease epoch and record.",
 		Receiver: backend.Fenced, Params: gapParams, Schedule: leaderFailover, Backends: []string{"etcd"},
+		StopsMembers: true,
 	},
 }
 
@@ -120,7 +124,7 @@ var defs = []Def{
 // pauses; B acquires at the exact expiry tick, writes and exits; A resumes
 // and writes with its old epoch.
 func pausedHolder(r *script) {
-	a, b := r.start("A"), r.start("B")
+	a, b := r.startPair("A", "B")
 	expiry := r.def.Params.TTL // A is granted at tick 0
 	r.at(0).acquire(a)
 	r.at(expiry - 1).acquire(b) // refused: A's lease is live until its expiry tick
@@ -136,7 +140,7 @@ func pausedHolder(r *script) {
 // expiryBeforeObservation is the gap: the new holder's epoch has not
 // reached the receiver when the old holder writes.
 func expiryBeforeObservation(r *script) {
-	a, b := r.start("A"), r.start("B")
+	a, b := r.startPair("A", "B")
 	expiry := r.def.Params.TTL
 	r.at(0).acquire(a)
 	r.at(expiry).acquire(b)
@@ -151,7 +155,7 @@ func expiryBeforeObservation(r *script) {
 // receiver before the holder acts, so the old holder's write is already
 // stale when it arrives.
 func fenceBeforeActing(r *script) {
-	a, b := r.start("A"), r.start("B")
+	a, b := r.startPair("A", "B")
 	expiry := r.def.Params.TTL
 	r.at(0).acquire(a)
 	r.at(expiry).acquire(b)
@@ -167,7 +171,7 @@ func fenceBeforeActing(r *script) {
 // session would have renewed had A run; paused, A can only learn on
 // resuming that its deadline has passed, and then it does not write.
 func sessionStopsPausedHolder(r *script) {
-	a, b := r.start("A"), r.start("B")
+	a, b := r.startPair("A", "B")
 	expiry := r.def.Params.TTL
 	r.at(0).startSession(a, r.def.Params.SessionMargin)
 	r.pause(a)
@@ -183,7 +187,7 @@ func sessionStopsPausedHolder(r *script) {
 // leaderFailover: the authority survives its leader's crash, keeps its
 // epochs, and every member agrees once the stopped one is back.
 func leaderFailover(r *script) {
-	a, b := r.start("A"), r.start("B")
+	a, b := r.startPair("A", "B")
 	expiry := r.def.Params.TTL
 	r.at(0).acquire(a)
 	r.stopLeader()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"leases"
 	"leases/internal/experiment/backend"
@@ -26,6 +27,7 @@ type script struct {
 	highest     int64 // highest epoch granted so far
 	steps       []Step
 	err         error
+	started     sync.Mutex // held while WorkerStarted runs
 }
 
 // actor is a worker as a schedule names it: a name, and the process once
@@ -35,27 +37,48 @@ type actor struct {
 	w    *worker.Worker
 }
 
-// start launches a worker process; its name is also its holder name.
-func (r *script) start(name string) *actor {
-	a := &actor{name: name}
+// startPair launches two worker processes at once, named first and
+// second (each name is also the worker's holder name), and returns once
+// both have announced themselves. At once: a worker's start is this
+// binary's, tens of milliseconds of CPU each, and one after the other
+// they were half of a scenario's time. Should either fail, the script
+// keeps the first's error (else the second's), and ends the other with
+// the rest.
+func (r *script) startPair(first, second string) (*actor, *actor) {
+	a, b := &actor{name: first}, &actor{name: second}
 	if r.err != nil {
-		return a
+		return a, b
 	}
-	w, err := worker.Start(r.ctx, name, worker.Options{
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, x := range []*actor{a, b} {
+		wg.Go(func() { x.w, errs[i] = r.launch(x.name) })
+	}
+	wg.Wait()
+	for i, x := range []*actor{a, b} {
+		if x.w != nil {
+			r.workers = append(r.workers, x.w)
+		}
+		if errs[i] != nil && r.err == nil {
+			r.err = errs[i]
+		}
+	}
+	return a, b
+}
+
+// launch starts the worker called name. Its pid goes to the
+// WorkerStarted callback, one call at a time.
+func (r *script) launch(name string) (*worker.Worker, error) {
+	return worker.Start(r.ctx, name, worker.Options{
 		Backend: r.backendName, Address: r.sandbox.Address(),
 		Started: func(pid int) {
 			if r.opts.WorkerStarted != nil {
+				r.started.Lock()
+				defer r.started.Unlock()
 				r.opts.WorkerStarted(r.def.Name, name, pid)
 			}
 		},
 	})
-	if err != nil {
-		r.err = err
-		return a
-	}
-	a.w = w
-	r.workers = append(r.workers, w)
-	return a
 }
 
 // at moves the controller's logical clock; it never runs backwards.

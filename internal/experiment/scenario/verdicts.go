@@ -130,26 +130,56 @@ func (v Verdicts) Claims() []string {
 	return claims
 }
 
-// Transactions counts the scenario's transactions on its store, from its
-// steps (every operation of package leases is one transaction): those
-// that commit a change, and those that change nothing (a refusal, a
-// replay, a read, and the controller's read of the receiver after every
-// step).
-func (sc Scenario) Transactions() (writes, reads int) {
+// Work is what a scenario's steps asked of its store, for the command's
+// timings (every operation of package leases is one transaction).
+type Work struct {
+	// Writes commit a change; Reads change nothing (a refusal, a replay,
+	// a read, the controller's read of the receiver after every step and
+	// at the end, and a member's reads of the lease and the receiver).
+	Writes, Reads int
+	// Workers is how many worker processes opened a store.
+	Workers int
+	// On a cluster: the leaders stopped (until the others serve again:
+	// an election each) and the members restarted.
+	Elections, Restarts int
+}
+
+// Add adds other's counts to w's.
+func (w *Work) Add(other Work) {
+	w.Writes += other.Writes
+	w.Reads += other.Reads
+	w.Workers += other.Workers
+	w.Elections += other.Elections
+	w.Restarts += other.Restarts
+}
+
+// Work counts what the scenario's steps asked of its store.
+func (sc Scenario) Work() Work {
+	var w Work
 	actors := map[string]bool{}
-	writes = 2 // the controller creates the two tables
 	for _, s := range sc.Steps {
-		actors[s.Actor] = true
-		reads++ // the controller reads the receiver after every step
+		if s.Actor != ClusterActor {
+			actors[s.Actor] = true
+		}
+		if s.Operation == OpReadMember {
+			w.Reads += 2 // the lease and the receiver; the controller reads nothing after it
+			continue
+		}
+		w.Reads++ // the controller reads the receiver after every step
 		switch {
 		case s.Operation == OpExit:
+		case s.Operation == OpStopLeader:
+			w.Elections++
+		case s.Operation == OpRestart:
+			w.Restarts++
 		case s.Operation == OpRead, s.Outcome == OutcomeRefused,
 			s.Outcome == string(leases.Replay), s.Outcome == string(leases.Conflict), s.Outcome == string(leases.Stale):
-			reads++
+			w.Reads++
 		default:
-			writes++
+			w.Writes++
 		}
 	}
-	reads += 2*len(actors) + 1 // each worker's open finds the tables there; the final read
-	return writes, reads
+	w.Reads++ // the final read
+	w.Workers = len(actors)
+	return w
 }

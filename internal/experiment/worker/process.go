@@ -61,11 +61,7 @@ func Start(ctx context.Context, name string, opts Options) (*Worker, error) {
 }
 
 func start(ctx context.Context, name string, opts Options) (*Worker, error) {
-	r, err := registered()
-	if err != nil {
-		return nil, err
-	}
-	cmd, err := r.Command(opts.Backend, opts.Address)
+	cmd, err := command(opts.Backend, opts.Address)
 	if err != nil {
 		return nil, err
 	}
