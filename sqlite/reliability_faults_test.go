@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"leases"
+	"leases/evidence/experimenttest"
+	"leases/evidence/worker"
 	"leases/internal/contract"
-	"leases/internal/experiment/experimenttest"
-	"leases/internal/experiment/worker"
 	"leases/internal/sqlitetest"
 	"leases/internal/testctx"
 	"leases/sqlite"

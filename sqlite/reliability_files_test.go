@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/experimenttest"
+	"leases/evidence/backend"
+	"leases/evidence/experimenttest"
 	"leases/internal/sqlitetest"
 	"leases/internal/testctx"
 	"leases/sqlite"

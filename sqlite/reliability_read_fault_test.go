@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"leases"
+	"leases/evidence/backend"
+	"leases/evidence/experimenttest"
+	"leases/evidence/worker"
 	"leases/internal/contract"
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/experimenttest"
-	"leases/internal/experiment/worker"
 	"leases/internal/sqlitetest"
 	"leases/internal/testctx"
 )

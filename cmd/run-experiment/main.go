@@ -18,9 +18,9 @@ package main
 import (
 	"os"
 
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/command"
-	"leases/internal/experiment/worker"
+	"leases/evidence/backend"
+	"leases/evidence/command"
+	"leases/evidence/worker"
 	"leases/internal/roles"
 	"leases/tests/etcdbackend"
 )

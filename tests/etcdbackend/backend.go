@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"leases/etcd"
-	"leases/internal/experiment/backend"
+	"leases/evidence/backend"
 	"leases/tests/etcdcluster"
 )
 

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"leases/internal/experiment/backend"
+	"leases/evidence/backend"
 	"leases/internal/roles"
 	"leases/internal/testctx"
 )

@@ -8,7 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"leases/internal/experiment/backend"
+	"leases/evidence/backend"
 )
 
 var _ backend.Floored = Backend{}

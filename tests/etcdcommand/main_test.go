@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/command"
-	"leases/internal/experiment/worker"
+	"leases/evidence/backend"
+	"leases/evidence/command"
+	"leases/evidence/worker"
 	"leases/internal/roles"
 	"leases/internal/testctx"
 	"leases/tests/etcdbackend"

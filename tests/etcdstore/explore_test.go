@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/explore"
+	"leases/evidence/backend"
+	"leases/evidence/explore"
 	"leases/tests/etcdbackend"
 )
 
