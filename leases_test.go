@@ -21,11 +21,11 @@ import (
 	"leases/evidence/command"
 	"leases/evidence/experimenttest"
 	"leases/evidence/scenario"
-	"leases/internal/contract"
 	"leases/internal/sqlitestore"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/contract"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // C1: epochs strictly increase per resource, resources do not share a

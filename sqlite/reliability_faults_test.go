@@ -15,10 +15,10 @@ import (
 	"leases"
 	"leases/evidence/experimenttest"
 	"leases/evidence/worker"
-	"leases/internal/contract"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/contract"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // A worker killed with SIGKILL while it holds BEGIN IMMEDIATE, its write

@@ -16,9 +16,9 @@ import (
 	"leases"
 	"leases/evidence/backend"
 	"leases/evidence/experimenttest"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // Deleting or replacing the write-ahead log or its index while a store is

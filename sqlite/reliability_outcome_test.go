@@ -16,11 +16,11 @@ import (
 	"leases/evidence/backend"
 	"leases/evidence/experimenttest"
 	"leases/evidence/worker"
-	"leases/internal/contract"
-	"leases/internal/sqlitetest"
-	"leases/internal/stracetest"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/contract"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/stracetest"
+	"leases/testkit/testctx"
 )
 
 // A commit whose fsync fails has already put the change in the write-ahead

@@ -12,9 +12,9 @@ import (
 	"leases/evidence/backend"
 	"leases/evidence/experimenttest"
 	"leases/evidence/worker"
-	"leases/internal/contract"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
+	"leases/testkit/contract"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // Each operation reads its row first. If that read failed and were taken

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"leases/clock"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // Every exit status, for each command that can give it, on SQLite, with

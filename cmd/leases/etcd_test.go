@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 	"leases/tests/etcdcluster"
 )
 

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 )
 
 // The test binary plays two more parts, chosen by its first argument, so

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"leases/internal/stracetest"
-	"leases/internal/testctx"
+	"leases/testkit/stracetest"
+	"leases/testkit/testctx"
 )
 
 // withoutPermission runs the command with args as a process of its own

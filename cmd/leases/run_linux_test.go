@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 )
 
 func init() {

@@ -22,7 +22,7 @@ import (
 	_ "modernc.org/sqlite" // the test's own connection to the file
 
 	"leases/clock"
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 )
 
 func init() {

@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 )
 
 // commandExit is how a run of the command as a child process ended.

@@ -31,7 +31,7 @@ import (
 
 	"leases/evidence/command"
 	"leases/evidence/experimenttest"
-	"leases/internal/stracetest"
+	"leases/testkit/stracetest"
 )
 
 // faultsEnv set to "all" runs every case; by default only the cases that

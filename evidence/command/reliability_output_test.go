@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"leases/evidence/experimenttest"
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 )
 
 func TestCommandOutputOntoSpecialFiles(t *testing.T) {

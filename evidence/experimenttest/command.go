@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"leases/evidence/command"
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 )
 
 // CommittedResults is results.json as committed, at the root of the

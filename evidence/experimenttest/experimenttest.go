@@ -19,7 +19,7 @@ import (
 	"leases/evidence/backend"
 	"leases/evidence/scenario"
 	"leases/evidence/worker"
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 )
 
 // SkipWithoutStop skips t where a worker cannot be paused (see

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/sqlitetest"
 	"leases/sqlite"
+	"leases/testkit/sqlitetest"
 )
 
 // fileState is what the file holds at the end.

@@ -16,8 +16,8 @@ import (
 	"leases"
 	"leases/evidence/experimenttest"
 	"leases/evidence/worker"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // fleet is the test as the workers' controller, and the record of what

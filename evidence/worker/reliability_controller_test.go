@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"leases/evidence/experimenttest"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // The controller killed while its workers wait for commands: every worker

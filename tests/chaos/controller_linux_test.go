@@ -25,10 +25,10 @@ import (
 	"leases/fence"
 	"leases/internal/roles"
 	"leases/internal/rules"
-	"leases/internal/testctx"
 	"leases/postgres"
 	"leases/postgres/pgtest"
 	"leases/sqlite"
+	"leases/testkit/testctx"
 	"leases/tests/chaos"
 	"leases/tests/etcdcluster"
 )

@@ -7,7 +7,7 @@ import (
 
 	"leases/evidence/backend"
 	"leases/internal/roles"
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 )
 
 func TestMain(m *testing.M) {

@@ -18,8 +18,8 @@ import (
 	"go.uber.org/goleak"
 
 	"leases/internal/roles"
-	"leases/internal/stracetest"
-	"leases/internal/testctx"
+	"leases/testkit/stracetest"
+	"leases/testkit/testctx"
 )
 
 func TestMain(m *testing.M) {

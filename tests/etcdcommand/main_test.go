@@ -16,7 +16,7 @@ import (
 	"leases/evidence/command"
 	"leases/evidence/worker"
 	"leases/internal/roles"
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 	"leases/tests/etcdbackend"
 	"leases/tests/etcdcluster"
 )

@@ -14,7 +14,7 @@ import (
 
 	"leases/etcd"
 	"leases/internal/roles"
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 	"leases/tests/etcdcluster"
 )
 

@@ -2,6 +2,9 @@
 // (go test -timeout), never by a constant of its own: a fixed bound fires
 // on a slow but working run (a loaded machine, -race), while the
 // deadline is what the person running the tests chose.
+//
+// A test kit: used by tests only, never by shipped code (the library, the
+// evidence as cmd/run-experiment links it, the commands).
 package testctx
 
 import (

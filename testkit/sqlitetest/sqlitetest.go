@@ -2,8 +2,11 @@
 // test's temporary directory, a store on it that is closed when the test
 // ends, the file's rows as text read through a connection of its own (to
 // show that an operation changed nothing), and the store as the contract
-// (internal/contract) sees it. The tests of the root package, of package
-// sqlite and of the experiment's workers share it.
+// (testkit/contract) sees it. The tests of the root package, of package
+// sqlite and of the evidence's workers share it.
+//
+// A test kit: used by tests only, never by shipped code (the library, the
+// evidence as cmd/run-experiment links it, the commands).
 package sqlitetest
 
 import (
@@ -16,8 +19,8 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/contract"
 	"leases/sqlite"
+	"leases/testkit/contract"
 )
 
 // Path is a fresh database file's path in t's temporary directory.

@@ -7,7 +7,7 @@ import (
 
 	"leases"
 	"leases/fence"
-	"leases/internal/contract"
+	"leases/testkit/contract"
 )
 
 // BadInput checks that every call with an argument the receiver rule

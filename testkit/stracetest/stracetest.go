@@ -1,5 +1,8 @@
 // Package stracetest finds strace for the tests that inject syscall
 // faults with it (strace -e inject=...).
+//
+// A test kit: used by tests only, never by shipped code (the library, the
+// evidence as cmd/run-experiment links it, the commands).
 package stracetest
 
 import (

@@ -1,8 +1,10 @@
 // Package fencetest holds the tests of package leases/fence that every
 // database must pass, for each database's test files to run on their own
 // connections: the root module's on SQLite, module leases/postgres's on
-// a PostgreSQL server. (Go's internal rule is by import path, so the
-// other module may import it.)
+// a PostgreSQL server.
+//
+// A test kit: used by tests only, never by shipped code (the library, the
+// evidence as cmd/run-experiment links it, the commands).
 package fencetest
 
 import (
@@ -15,7 +17,7 @@ import (
 
 	"leases"
 	"leases/fence"
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 )
 
 // Context bounds a test's waits by its deadline, less a margin so that a

@@ -2,6 +2,9 @@
 // events feed (leases/health, leases/metrics) share: a real SQLite store of
 // a test's own whose lessor decides on a manual clock that only the test
 // moves, and a lessor whose renewals fail, or take time, on cue.
+//
+// A test kit: used by tests only, never by shipped code (the library, the
+// evidence as cmd/run-experiment links it, the commands).
 package sessiontest
 
 import (
@@ -13,8 +16,8 @@ import (
 
 	"leases"
 	"leases/clock"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/testctx"
 )
 
 // Bench is a test's setting: a SQLite file in the test's temporary

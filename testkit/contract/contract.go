@@ -3,6 +3,9 @@
 // clauses: the root module's contract suite on SQLite, and the etcd
 // module's on a three-member cluster. Nothing here knows which backend it
 // tests.
+//
+// A test kit: used by tests only, never by shipped code (the library, the
+// evidence as cmd/run-experiment links it, the commands).
 package contract
 
 import (

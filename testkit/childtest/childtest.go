@@ -3,6 +3,9 @@
 // never outlives the test. The tests that stop, kill or trace a process
 // of their own (a lease holder stopped with SIGSTOP, a process whose
 // fsync strace fails) start it here.
+//
+// A test kit: used by tests only, never by shipped code (the library, the
+// evidence as cmd/run-experiment links it, the commands).
 package childtest
 
 import (
@@ -15,7 +18,7 @@ import (
 	"testing"
 
 	"leases/internal/roles"
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 )
 
 // Child is a running helper process of a test.
