@@ -35,5 +35,5 @@ func withoutPermission(t *testing.T, path string, args []string) result {
 	if strings.Contains(stderr.String(), "Operation not permitted") {
 		t.Skipf("strace may not trace here: %s", stderr.String())
 	}
-	return result{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+	return result{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Stderr: stderr.String()}
 }

@@ -1,4 +1,4 @@
-package main
+package leasescmd_test
 
 import (
 	"encoding/json"
@@ -14,10 +14,11 @@ import (
 
 // The command on etcd (a one-member cluster started by the test, its
 // member a process of this test binary, with package
-// leases/tests/etcdcluster):
-// the explicit operations and their refusals, holders' bounds, run's
-// epoch and release, run stopped when the lease is released under it,
-// and two runs that exclude each other (the waiter woken by etcd's watch).
+// leases/tests/etcdcluster): the explicit operations and their refusals,
+// holders' bounds, a TTL below etcd's minimum (a warning, in one line),
+// run's epoch and release, run stopped when the lease is released under
+// it, and two runs that exclude each other (the waiter woken by etcd's
+// watch).
 func TestOnEtcd(t *testing.T) {
 	ctx := testctx.Context(t)
 	cluster, err := etcdcluster.Start(ctx, etcdcluster.Options{Members: 1, Dir: t.TempDir()})
@@ -37,50 +38,59 @@ func TestOnEtcd(t *testing.T) {
 		store := store(t)
 		var a leaseJSON
 		granting := time.Now()
-		r := invoke(t, nil, commandLine(store, "acquire", "jobs/a", "--holder", "alice", "--ttl", "30s", "--json")...)
-		if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &a) != nil || a.Epoch != 1 || *a.ExpiresInMs != 30_000 {
+		r := leases(t, commandLine(store, "acquire", "jobs/a", "--holder", "alice", "--ttl", "30s", "--json")...)
+		if r.Code != exitOK || json.Unmarshal([]byte(r.Stdout), &a) != nil || a.Epoch != 1 || *a.ExpiresInMs != 30_000 {
 			t.Fatalf("acquire: %v; want epoch 1 for 30s", r)
 		}
 		// The time left is a bound, whole seconds, never below what the
 		// lease can have left however long the two calls took.
-		r = invoke(t, nil, commandLine(store, "acquire", "jobs/a", "--holder", "bob", "--ttl", "30s")...)
+		r = leases(t, commandLine(store, "acquire", "jobs/a", "--holder", "bob", "--ttl", "30s")...)
 		elapsed := time.Since(granting)
-		m := regexp.MustCompile(`"jobs/a" is held by "alice" at epoch 1 for at most (\d+)s more`).FindStringSubmatch(r.stderr)
-		if r.code != exitRefused || m == nil {
+		m := regexp.MustCompile(`"jobs/a" is held by "alice" at epoch 1 for at most (\d+)s more`).FindStringSubmatch(r.Stderr)
+		if r.Code != exitRefused || m == nil {
 			t.Fatalf("acquire of a held lease: %v", r)
 		}
 		if bound, _ := strconv.Atoi(m[1]); float64(bound) < (30*time.Second-elapsed).Seconds() || bound > 31 {
 			t.Fatalf("acquire of a held lease %v after the grant: %v; want a bound of at least what is left of 30s, and at most 31s", elapsed, r)
 		}
 		var listed holdersJSON
-		if r := invoke(t, nil, commandLine(store, "holders", "--json")...); json.Unmarshal([]byte(r.stdout), &listed) != nil ||
+		if r := leases(t, commandLine(store, "holders", "--json")...); json.Unmarshal([]byte(r.Stdout), &listed) != nil ||
 			listed.Store != "etcd" || !listed.AtTheLatest || len(listed.Leases) != 1 || listed.Leases[0].Holder != "alice" ||
 			*listed.Leases[0].ExpiresInMs > 31_000 {
 			t.Fatalf("holders: %v; want alice's lease, its expiry a bound of at most 31s", r)
 		}
-		if r := invoke(t, nil, commandLine(store, "holders")...); r.code != exitOK ||
-			!strings.Contains(r.stdout, "at most ") || !strings.Contains(r.stdout, "times: etcd's leader decides") {
+		if r := leases(t, commandLine(store, "holders")...); r.Code != exitOK ||
+			!strings.Contains(r.Stdout, "at most ") || !strings.Contains(r.Stdout, "times: etcd's leader decides") {
 			t.Fatalf("holders: %v; want bounds, said as such", r)
 		}
 		for _, refused := range [][]string{
 			{"renew", "jobs/a", "--holder", "alice", "--epoch", "2", "--ttl", "30s"},
 			{"release", "jobs/a", "--holder", "bob", "--epoch", "1"},
 		} {
-			if r := invoke(t, nil, commandLine(store, refused[0], refused[1:]...)...); r.code != exitRefused || !strings.Contains(r.stderr, "not the lease holder") {
+			if r := leases(t, commandLine(store, refused[0], refused[1:]...)...); r.Code != exitRefused || !strings.Contains(r.Stderr, "not the lease holder") {
 				t.Fatalf("%q: %v; want refused", refused, r)
 			}
 		}
-		if r := invoke(t, nil, commandLine(store, "renew", "jobs/a", "--holder", "alice", "--epoch", "1", "--ttl", "30s")...); r.code != exitOK {
+		if r := leases(t, commandLine(store, "renew", "jobs/a", "--holder", "alice", "--epoch", "1", "--ttl", "30s")...); r.Code != exitOK {
 			t.Fatalf("renew: %v", r)
 		}
-		if r := invoke(t, nil, commandLine(store, "release", "jobs/a", "--holder", "alice", "--epoch", "1")...); r.code != exitOK {
+		if r := leases(t, commandLine(store, "release", "jobs/a", "--holder", "alice", "--epoch", "1")...); r.Code != exitOK {
 			t.Fatalf("release: %v", r)
 		}
-		if r := invoke(t, nil, commandLine(store, "holders", "jobs/a")...); !strings.Contains(r.stdout, "free") {
+		if r := leases(t, commandLine(store, "holders", "jobs/a")...); !strings.Contains(r.Stdout, "free") {
 			t.Fatalf("holders after the release: %v", r)
 		}
-		if r := invoke(t, nil, commandLine(store, "acquire", "jobs/a", "--holder", "bob", "--ttl", "1s", "--json")...); !strings.Contains(r.stdout, `"epoch":2`) {
+		if r := leases(t, commandLine(store, "acquire", "jobs/a", "--holder", "bob", "--ttl", "1s", "--json")...); !strings.Contains(r.Stdout, `"epoch":2`) {
 			t.Fatalf("acquire after the release: %v; want epoch 2", r)
+		}
+	})
+
+	// Issue 23's message for a TTL that etcd rounds up.
+	t.Run("a TTL below etcd's minimum", func(t *testing.T) {
+		r := leases(t, commandLine(store(t), "acquire", "short", "--holder", "h", "--ttl", "500ms")...)
+		want := regexp.MustCompile(`^leases: acquire: warning: the lease lives 1s, not --ttl 500ms: etcd's leases are whole seconds, and never shorter than its minimum`)
+		if line := strings.TrimSuffix(r.Stderr, "\n"); r.Code != exitOK || strings.Contains(line, "\n") || !want.MatchString(line) {
+			t.Fatalf("%v; want exit 0 and one line matching %q", r, want)
 		}
 	})
 
