@@ -69,6 +69,7 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	k8s.io/utils v0.0.0-20260108192941-914a6e750570 // indirect
 	leases/etcd v0.0.0 // indirect
+	leases/etcdcluster v0.0.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
@@ -79,5 +80,6 @@ require (
 replace (
 	leases => ../..
 	leases/etcd => ../../etcd
+	leases/etcdcluster => ../../etcdcluster
 	leases/tests => ../../tests
 )

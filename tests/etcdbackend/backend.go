@@ -21,8 +21,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"leases/etcd"
+	"leases/etcdcluster"
 	"leases/evidence/backend"
-	"leases/tests/etcdcluster"
 )
 
 // Backend is the etcd backend of the project's evidence (the scenarios,

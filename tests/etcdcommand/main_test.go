@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"leases/etcdcluster"
 	"leases/evidence/backend"
 	"leases/evidence/command"
 	"leases/evidence/worker"
 	"leases/internal/roles"
 	"leases/testkit/testctx"
 	"leases/tests/etcdbackend"
-	"leases/tests/etcdcluster"
 )
 
 // Environment of the command role, set by the test that starts it.

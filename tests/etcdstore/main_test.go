@@ -13,9 +13,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases/etcd"
+	"leases/etcdcluster"
 	"leases/internal/roles"
 	"leases/testkit/testctx"
-	"leases/tests/etcdcluster"
 )
 
 // The tests of this package share one three-member cluster, started by the

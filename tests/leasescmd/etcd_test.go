@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"leases/etcdcluster"
 	"leases/testkit/testctx"
-	"leases/tests/etcdcluster"
 )
 
 // The command on etcd (a one-member cluster started by the test, its
 // member a process of this test binary, with package
-// leases/tests/etcdcluster): the explicit operations and their refusals,
+// leases/etcdcluster): the explicit operations and their refusals,
 // holders' bounds, a TTL below etcd's minimum (a warning, in one line),
 // run's epoch and release, run stopped when the lease is released under
 // it, and two runs that exclude each other (the waiter woken by etcd's

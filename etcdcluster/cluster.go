@@ -5,7 +5,8 @@
 // a member down, not the caller gone: the cluster says so (Failed, Err).
 //
 // A binary that uses it must call roles.Run first thing in its main or
-// TestMain.
+// TestMain. It is a module of its own (leases/etcdcluster), so that only
+// what starts a cluster requires etcd's server.
 //
 // What the harness controls: Kill (SIGKILL), Pause and Continue (SIGSTOP
 // and SIGCONT; not on Windows), Restart, and Partition and Heal: every
