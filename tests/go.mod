@@ -10,6 +10,7 @@ require (
 	go.uber.org/zap v1.27.1
 	google.golang.org/grpc v1.83.2
 	leases v0.0.0
+	leases/cmd/run-experiment v0.0.0
 	leases/etcd v0.0.0
 	leases/etcdcluster v0.0.0
 	leases/postgres v0.0.0
@@ -85,6 +86,7 @@ require (
 
 replace (
 	leases => ../
+	leases/cmd/run-experiment => ../cmd/run-experiment
 	leases/etcd => ../etcd
 	leases/etcdcluster => ../etcdcluster
 	leases/postgres => ../postgres

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"leases/cmd/run-experiment/etcdbackend"
 	"leases/etcdcluster"
 	"leases/evidence/backend"
 	"leases/evidence/command"
 	"leases/evidence/worker"
 	"leases/internal/roles"
 	"leases/testkit/testctx"
-	"leases/tests/etcdbackend"
 )
 
 // Environment of the command role, set by the test that starts it.

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"leases/cmd/run-experiment/etcdbackend"
 	"leases/evidence/backend"
 	"leases/evidence/explore"
-	"leases/tests/etcdbackend"
 )
 
 // The exploration on etcd finds what it finds on SQLite, at the default

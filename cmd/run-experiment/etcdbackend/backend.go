@@ -2,8 +2,12 @@
 // scenarios, the explorer and the command run-experiment): a cluster of
 // three members started for the run, a key prefix of its own for each
 // scenario, and stores opened on it by the controller and by every worker
-// process. It lives in the tests module with the cluster it starts, so
-// that module leases/etcd requires only etcd's client.
+// process. It lives in the command's module, which requires the cluster it
+// starts (module leases/etcdcluster), so that module leases/etcd requires
+// only etcd's client.
+//
+// Part of the evidence (what cmd/run-experiment reruns), not of the
+// library: no API promise.
 package etcdbackend
 
 import (
