@@ -17,15 +17,15 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/contract"
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/command"
-	"leases/internal/experiment/experimenttest"
-	"leases/internal/experiment/scenario"
+	"leases/evidence/backend"
+	"leases/evidence/command"
+	"leases/evidence/experimenttest"
+	"leases/evidence/scenario"
 	"leases/internal/sqlitestore"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/contract"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // C1: epochs strictly increase per resource, resources do not share a

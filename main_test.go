@@ -4,9 +4,9 @@ import (
 	"os"
 	"testing"
 
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/experimenttest"
-	"leases/internal/experiment/worker"
+	"leases/evidence/backend"
+	"leases/evidence/experimenttest"
+	"leases/evidence/worker"
 	"leases/internal/roles"
 )
 

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"leases/internal/experiment/report"
-	"leases/internal/experiment/results"
+	"leases/evidence/report"
+	"leases/evidence/results"
 )
 
 // root is the repository's root, from this package's directory.

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"leases/internal/fencetest"
+	"leases/testkit/fencetest"
 )
 
 func BenchmarkWrite(b *testing.B) {

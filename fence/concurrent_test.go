@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"leases/internal/fencetest"
+	"leases/testkit/fencetest"
 
 	sqlitedriver "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"

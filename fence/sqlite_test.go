@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"leases/fence"
-	"leases/internal/fencetest"
-	"leases/internal/testctx"
+	"leases/testkit/fencetest"
+	"leases/testkit/testctx"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )

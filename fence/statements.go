@@ -7,7 +7,7 @@ import "strings"
 // SQL: "stored" is the row as it is committed now, "excluded" the row the
 // statement offers. A resource without a row always accepts: that is the
 // upsert's INSERT. The test that holds them to the rule is
-// internal/fencetest's Rule, run on both databases.
+// testkit/fencetest's Rule, run on both databases.
 const (
 	// A higher epoch, or the observed epoch's first value: the fence was
 	// raised by an observe ahead of its holder's first write, so the

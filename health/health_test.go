@@ -11,8 +11,8 @@ import (
 
 	"leases/clock"
 	"leases/health"
-	"leases/internal/sessiontest"
 	"leases/session"
+	"leases/testkit/sessiontest"
 )
 
 // A session on a real SQLite store, on a manual clock; the probe reads a

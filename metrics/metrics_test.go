@@ -18,10 +18,10 @@ import (
 
 	"leases"
 	"leases/fence"
-	"leases/internal/sessiontest"
 	"leases/metrics"
 	"leases/session"
 	"leases/sqlite"
+	"leases/testkit/sessiontest"
 )
 
 // The sessions' time-to-live, in the manual clock's ticks: a session

@@ -25,9 +25,9 @@ import (
 
 	"leases"
 	"leases/fence"
-	"leases/internal/fencetest"
 	"leases/postgres"
 	"leases/postgres/pgtest"
+	"leases/testkit/fencetest"
 )
 
 func BenchmarkAcquire(b *testing.B) {

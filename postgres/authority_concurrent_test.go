@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/fencetest"
 	"leases/postgres"
+	"leases/testkit/fencetest"
 )
 
 // Many holders, each on a connection of its own (as many processes),

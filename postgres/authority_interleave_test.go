@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/fencetest"
 	"leases/internal/rules"
 	"leases/postgres"
+	"leases/testkit/fencetest"
 )
 
 // Every order of two READ COMMITTED decisions' statements on one lease

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/contract"
-	"leases/internal/fencetest"
 	"leases/postgres"
+	"leases/testkit/contract"
+	"leases/testkit/fencetest"
 )
 
 // The contract, on the shared server, each clause on tables of its own.

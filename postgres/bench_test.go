@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"leases/fence"
-	"leases/internal/fencetest"
 	"leases/postgres/pgtest"
+	"leases/testkit/fencetest"
 )
 
 func BenchmarkWrite(b *testing.B) {

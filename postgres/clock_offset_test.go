@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/fencetest"
 	"leases/postgres"
 	"leases/postgres/pgtest"
 	"leases/session"
+	"leases/testkit/fencetest"
 )
 
 // offsetServer starts a server of the test's own whose clock is offset

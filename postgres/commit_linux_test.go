@@ -16,8 +16,8 @@ import (
 
 	"leases"
 	"leases/fence"
-	"leases/internal/fencetest"
 	"leases/postgres/pgtest"
+	"leases/testkit/fencetest"
 )
 
 // A tenure's transaction whose context ends while its COMMIT is on its

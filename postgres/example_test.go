@@ -15,10 +15,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"leases/internal/fencetest"
 	"leases/postgres"
 	"leases/postgres/pgtest"
 	"leases/session"
+	"leases/testkit/fencetest"
 )
 
 // work does one job under its lease, with nothing but PostgreSQL: it

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"leases/internal/fencetest"
+	"leases/testkit/fencetest"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )

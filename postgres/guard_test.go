@@ -10,9 +10,9 @@ import (
 
 	"leases"
 	"leases/fence"
-	"leases/internal/fencetest"
 	"leases/postgres"
 	"leases/postgres/pgtest"
+	"leases/testkit/fencetest"
 )
 
 // storeFence is the store's own fence table, with a business table

@@ -11,8 +11,8 @@ import (
 
 	"leases"
 	"leases/fence"
-	"leases/internal/fencetest"
 	"leases/internal/rules"
+	"leases/testkit/fencetest"
 )
 
 // Every order of two READ COMMITTED transactions' statements: begin, the

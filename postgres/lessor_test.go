@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/fencetest"
 	"leases/postgres"
 	"leases/session"
+	"leases/testkit/fencetest"
 )
 
 // serverClock reads the server's clock as the store does: milliseconds

@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/contract"
-	"leases/internal/fencetest"
 	"leases/postgres"
+	"leases/testkit/contract"
+	"leases/testkit/fencetest"
 )
 
 // The Lessor lists the live leases on the server's clock, as Holder sees

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"leases/fence"
-	"leases/internal/fencetest"
 	"leases/internal/roles"
 	"leases/postgres/pgtest"
+	"leases/testkit/fencetest"
 )
 
 // One server for the package's tests, each on tables of its own; the

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/contract"
-	"leases/internal/fencetest"
 	"leases/postgres"
+	"leases/testkit/contract"
+	"leases/testkit/fencetest"
 )
 
 // The one rule for names holds at the Lessor, its listing and its watch,

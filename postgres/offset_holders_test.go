@@ -11,9 +11,9 @@ import (
 
 	"leases"
 	"leases/clock"
-	"leases/internal/fencetest"
 	"leases/postgres"
 	"leases/session"
+	"leases/testkit/fencetest"
 )
 
 // Two holders whose clocks disagree (one ahead by the offset, the other

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/fencetest"
 	"leases/postgres"
+	"leases/testkit/fencetest"
 )
 
 // A decision's error says which of three things happened, whatever

@@ -21,12 +21,12 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"leases"
-	"leases/internal/childtest"
-	"leases/internal/fencetest"
 	"leases/internal/roles"
 	"leases/internal/stopwait"
 	"leases/postgres"
 	"leases/postgres/pgtest"
+	"leases/testkit/childtest"
+	"leases/testkit/fencetest"
 )
 
 // holderRole is this test binary re-executed as a lease holder of its

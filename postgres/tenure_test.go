@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"leases/fence"
-	"leases/internal/fencetest"
 	"leases/postgres/pgtest"
+	"leases/testkit/fencetest"
 )
 
 // A holder whose transaction is open in the fence (admitted, then paused:

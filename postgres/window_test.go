@@ -11,10 +11,10 @@ import (
 
 	"leases"
 	"leases/fence"
-	"leases/internal/fencetest"
-	"leases/internal/testctx"
 	"leases/postgres"
 	"leases/postgres/pgtest"
+	"leases/testkit/fencetest"
+	"leases/testkit/testctx"
 )
 
 // windowTransactions is how many transactions TestCommitCheckWindow

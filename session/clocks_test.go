@@ -12,9 +12,9 @@ import (
 
 	"leases"
 	"leases/clock"
-	"leases/internal/testctx"
 	"leases/session"
 	"leases/sqlite"
+	"leases/testkit/testctx"
 )
 
 // offset is a machine's clock that is offset from true time (base) by a

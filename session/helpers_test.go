@@ -8,9 +8,9 @@ import (
 
 	"leases"
 	"leases/clock"
-	"leases/internal/testctx"
 	"leases/session"
 	"leases/sqlite"
+	"leases/testkit/testctx"
 )
 
 // tick is one tick of a manual clock, as a session's options say it.

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/testctx"
 	"leases/session"
+	"leases/testkit/testctx"
 )
 
 // doubtful is a lessor whose acquires have an unknown outcome, one per

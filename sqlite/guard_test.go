@@ -11,8 +11,8 @@ import (
 	"leases"
 	"leases/clock"
 	"leases/fence"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/testctx"
 )
 
 // The gap closed in the user's transaction: a team that keeps its own

@@ -6,8 +6,8 @@ import (
 
 	"leases"
 	"leases/clock"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/testctx"
 )
 
 // lessorOn opens the file at path with a store of its own on clk, closed

@@ -9,7 +9,7 @@ import (
 
 	"leases"
 	"leases/clock"
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 )
 
 // The Lessor decides on the host's clock, read inside each decision's

@@ -8,8 +8,8 @@ import (
 
 	"leases"
 	"leases/clock"
-	"leases/internal/contract"
-	"leases/internal/testctx"
+	"leases/testkit/contract"
+	"leases/testkit/testctx"
 )
 
 // The Lessor lists the live leases on its own clock, as Holder sees them

@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"testing"
 
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/worker"
+	"leases/evidence/backend"
+	"leases/evidence/worker"
 	"leases/internal/roles"
 	"leases/internal/sqlitestore"
 )

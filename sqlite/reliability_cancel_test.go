@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/sqlitetest"
 	"leases/sqlite"
+	"leases/testkit/sqlitetest"
 )
 
 // Acquires with random short deadlines, from two goroutines at once, each

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/contract"
-	"leases/internal/experiment/experimenttest"
-	"leases/internal/experiment/worker"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
+	"leases/evidence/experimenttest"
+	"leases/evidence/worker"
 	"leases/sqlite"
+	"leases/testkit/contract"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // A worker killed with SIGKILL while it holds BEGIN IMMEDIATE, its write

@@ -14,11 +14,11 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/experimenttest"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
+	"leases/evidence/backend"
+	"leases/evidence/experimenttest"
 	"leases/sqlite"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // Deleting or replacing the write-ahead log or its index while a store is

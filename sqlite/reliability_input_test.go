@@ -13,9 +13,9 @@ import (
 
 	"leases"
 	"leases/fence"
-	"leases/internal/contract"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
+	"leases/testkit/contract"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // Every invalid argument is refused with ErrInvalidInput, in one short

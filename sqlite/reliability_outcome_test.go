@@ -13,14 +13,14 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/contract"
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/experimenttest"
-	"leases/internal/experiment/worker"
-	"leases/internal/sqlitetest"
-	"leases/internal/stracetest"
-	"leases/internal/testctx"
+	"leases/evidence/backend"
+	"leases/evidence/experimenttest"
+	"leases/evidence/worker"
 	"leases/sqlite"
+	"leases/testkit/contract"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/stracetest"
+	"leases/testkit/testctx"
 )
 
 // A commit whose fsync fails has already put the change in the write-ahead

@@ -9,12 +9,12 @@ import (
 	"testing"
 
 	"leases"
-	"leases/internal/contract"
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/experimenttest"
-	"leases/internal/experiment/worker"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
+	"leases/evidence/backend"
+	"leases/evidence/experimenttest"
+	"leases/evidence/worker"
+	"leases/testkit/contract"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // Each operation reads its row first. If that read failed and were taken

@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/childtest"
 	"leases/internal/roles"
-	"leases/internal/sqlitetest"
-	"leases/internal/stracetest"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/childtest"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/stracetest"
+	"leases/testkit/testctx"
 )
 
 // resolverRole is this test binary re-executed as a tenure's holder,

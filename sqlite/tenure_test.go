@@ -12,8 +12,8 @@ import (
 	"leases"
 	"leases/clock"
 	"leases/fence"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/testctx"
 )
 
 // tenureFile is a leases file of the test's own, opened twice (as two

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"leases/clock"
-	"leases/internal/testctx"
 	"leases/session"
 	"leases/sqlite"
+	"leases/testkit/testctx"
 )
 
 // A waiter learns of a release made through another connection to the

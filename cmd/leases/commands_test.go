@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"leases/clock"
-	"leases/internal/sqlitetest"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // Every exit status, for each command that can give it, on SQLite, with
@@ -22,7 +22,7 @@ import (
 func TestExitStatuses(t *testing.T) {
 	db := sqliteFile(t)
 	store := "--sqlite=" + db
-	if r := invoke(t, nil, "acquire", "held", store, "--holder", "alice", "--ttl", "1h"); r.code != exitOK {
+	if r := invoke(t, nil, "acquire", "held", store, "--holder", "alice", "--ttl", "1h"); r.Code != exitOK {
 		t.Fatalf("setup: %v", r)
 	}
 	notADatabase := filepath.Join(t.TempDir(), "garbage.db")
@@ -74,27 +74,27 @@ func TestExitStatuses(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := invoke(t, tc.env, tc.args...)
-			if r.code != tc.code {
+			if r.Code != tc.code {
 				t.Fatalf("%q: %v; want exit %d", tc.args, r, tc.code)
 			}
-			line := strings.TrimSuffix(r.stderr, "\n")
+			line := strings.TrimSuffix(r.Stderr, "\n")
 			if tc.code != exitOK && tc.code != exitUsage || len(tc.args) > 0 {
 				if strings.Contains(line, "\n") {
-					t.Fatalf("%q: stderr is more than one line: %q", tc.args, r.stderr)
+					t.Fatalf("%q: stderr is more than one line: %q", tc.args, r.Stderr)
 				}
 			}
 			if !regexp.MustCompile(tc.stderr).MatchString(line) {
-				t.Fatalf("%q: stderr %q; want it to match %q", tc.args, r.stderr, tc.stderr)
+				t.Fatalf("%q: stderr %q; want it to match %q", tc.args, r.Stderr, tc.stderr)
 			}
-			if tc.code != exitOK && r.stdout != "" {
-				t.Fatalf("%q: stdout %q; want nothing when it fails", tc.args, r.stdout)
+			if tc.code != exitOK && r.Stdout != "" {
+				t.Fatalf("%q: stdout %q; want nothing when it fails", tc.args, r.Stdout)
 			}
 		})
 	}
 	// Nothing above changed anything: alice still holds epoch 1, and
 	// nothing else is held.
 	var got holdersJSON
-	if r := invoke(t, nil, "holders", store, "--json"); r.code != exitOK || json.Unmarshal([]byte(r.stdout), &got) != nil ||
+	if r := invoke(t, nil, "holders", store, "--json"); r.Code != exitOK || json.Unmarshal([]byte(r.Stdout), &got) != nil ||
 		len(got.Leases) != 1 || got.Leases[0].Holder != "alice" || got.Leases[0].Epoch != 1 {
 		t.Fatalf("after the refusals and bad input: %v; want alice's epoch 1 alone", r)
 	}
@@ -109,7 +109,7 @@ func TestExplicitOperations(t *testing.T) {
 	run := func(args ...string) result {
 		t.Helper()
 		r := invoke(t, env, args...)
-		if r.code != exitOK || r.stderr != "" {
+		if r.Code != exitOK || r.Stderr != "" {
 			t.Fatalf("%q: %v; want success and nothing on stderr", args, r)
 		}
 		return r
@@ -117,8 +117,8 @@ func TestExplicitOperations(t *testing.T) {
 	lease := func(r result) leaseJSON {
 		t.Helper()
 		var l leaseJSON
-		if err := json.Unmarshal([]byte(r.stdout), &l); err != nil || l.ExpiresInMs == nil {
-			t.Fatalf("not a lease: %q (%v)", r.stdout, err)
+		if err := json.Unmarshal([]byte(r.Stdout), &l); err != nil || l.ExpiresInMs == nil {
+			t.Fatalf("not a lease: %q (%v)", r.Stdout, err)
 		}
 		return l
 	}
@@ -130,20 +130,20 @@ func TestExplicitOperations(t *testing.T) {
 	if err := empty.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if r := run("holders"); r.stdout != "no live leases (times: this machine's clock, which decides the SQLite file's leases)\n" {
-		t.Fatalf("holders of an empty file: %q", r.stdout)
+	if r := run("holders"); r.Stdout != "no live leases (times: this machine's clock, which decides the SQLite file's leases)\n" {
+		t.Fatalf("holders of an empty file: %q", r.Stdout)
 	}
 	a := lease(run("acquire", "jobs/a", "--holder", "alice", "--ttl", "1h", "--json"))
 	if a.Resource != "jobs/a" || a.Holder != "alice" || a.Epoch != 1 || *a.ExpiresInMs != time.Hour.Milliseconds() ||
 		a.Clock != "this machine's clock" {
 		t.Fatalf("acquire: %+v; want jobs/a for alice at epoch 1, for an hour, on this machine's clock", a)
 	}
-	line := run("acquire", "jobs/b", "--holder", "bob", "--ttl", "90s").stdout
+	line := run("acquire", "jobs/b", "--holder", "bob", "--ttl", "90s").Stdout
 	if !regexp.MustCompile(`^acquired jobs/b for bob: epoch 1, expires in 1m30s at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d) \(this machine's clock\)\n$`).MatchString(line) {
 		t.Fatalf("acquire's line: %q", line)
 	}
 
-	table := run("holders").stdout
+	table := run("holders").Stdout
 	want := `^RESOURCE +HOLDER +EPOCH +EXPIRES IN +EXPIRES AT\n` +
 		`jobs/a +alice +1 +(59m5\ds|1h0m0s) +\S+\n` +
 		`jobs/b +bob +1 +1m\d\d?s +\S+\n` +
@@ -152,7 +152,7 @@ func TestExplicitOperations(t *testing.T) {
 		t.Fatalf("holders:\n%s\nwant it to match\n%s", table, want)
 	}
 	var listed holdersJSON
-	if err := json.Unmarshal([]byte(run("holders", "jobs/b", "jobs/c", "--json").stdout), &listed); err != nil ||
+	if err := json.Unmarshal([]byte(run("holders", "jobs/b", "jobs/c", "--json").Stdout), &listed); err != nil ||
 		listed.Store != "sqlite" || listed.AtTheLatest || len(listed.Leases) != 1 || listed.Leases[0].Holder != "bob" ||
 		*listed.Leases[0].ExpiresInMs > 90_000 || len(listed.Free) != 1 || listed.Free[0] != "jobs/c" {
 		t.Fatalf("holders jobs/b jobs/c: %+v, %v; want bob's lease and jobs/c free", listed, err)
@@ -162,10 +162,10 @@ func TestExplicitOperations(t *testing.T) {
 	if renewed.Epoch != 1 || *renewed.ExpiresInMs <= time.Hour.Milliseconds() {
 		t.Fatalf("renew for 2h: %+v", renewed)
 	}
-	if r := run("release", "jobs/b", "--holder", "bob", "--epoch", "1"); r.stdout != "released jobs/b (bob, epoch 1)\n" {
-		t.Fatalf("release: %q", r.stdout)
+	if r := run("release", "jobs/b", "--holder", "bob", "--epoch", "1"); r.Stdout != "released jobs/b (bob, epoch 1)\n" {
+		t.Fatalf("release: %q", r.Stdout)
 	}
-	if r := invoke(t, env, "release", "jobs/b", "--holder", "bob", "--epoch", "1"); r.code != exitRefused {
+	if r := invoke(t, env, "release", "jobs/b", "--holder", "bob", "--epoch", "1"); r.Code != exitRefused {
 		t.Fatalf("a second release: %v; want refused", r)
 	}
 	if again := lease(run("acquire", "jobs/b", "--holder", "carol", "--ttl", "1s", "--json")); again.Epoch != 2 {
@@ -186,12 +186,12 @@ func TestExplicitOperations(t *testing.T) {
 		{"renew", "jobs/short", "--holder", "dan", "--epoch", "1", "--ttl", "1s"},
 		{"release", "jobs/short", "--holder", "dan", "--epoch", "1"},
 	} {
-		if r := invoke(t, env, args...); r.code != exitRefused || !strings.Contains(r.stderr, "lease expired") {
+		if r := invoke(t, env, args...); r.Code != exitRefused || !strings.Contains(r.Stderr, "lease expired") {
 			t.Fatalf("%q after the expiry: %v; want refused, expired", args, r)
 		}
 	}
-	if r := run("holders", "--json"); strings.Contains(r.stdout, "jobs/short") {
-		t.Fatalf("holders lists the expired lease: %s", r.stdout)
+	if r := run("holders", "--json"); strings.Contains(r.Stdout, "jobs/short") {
+		t.Fatalf("holders lists the expired lease: %s", r.Stdout)
 	}
 }
 
@@ -200,9 +200,9 @@ func TestExplicitOperations(t *testing.T) {
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"help"}, {"holders", "-h"}, {"acquire", "-h"}, {"renew", "--help"}, {"release", "-h"}, {"run", "-h"}} {
 		r := invoke(t, nil, args...)
-		if r.code != exitOK || r.stderr != "" || !strings.Contains(r.stdout, exitStatuses) ||
-			!strings.Contains(r.stdout, "--sqlite PATH") || !strings.Contains(r.stdout, "--etcd ENDPOINTS [--prefix P]") ||
-			!strings.Contains(r.stdout, "--postgres DSN [--prefix P]") {
+		if r.Code != exitOK || r.Stderr != "" || !strings.Contains(r.Stdout, exitStatuses) ||
+			!strings.Contains(r.Stdout, "--sqlite PATH") || !strings.Contains(r.Stdout, "--etcd ENDPOINTS [--prefix P]") ||
+			!strings.Contains(r.Stdout, "--postgres DSN [--prefix P]") {
 			t.Errorf("%q: %v; want the help, the stores and the exit statuses", args, r)
 		}
 	}
@@ -238,14 +238,14 @@ func TestHoldersOfAStoreThatCannotList(t *testing.T) {
 		},
 	})
 	store := "--unlisted=" + sqliteFile(t)
-	if r := invoke(t, nil, "acquire", "a", store, "--holder", "A", "--ttl", "1h"); r.code != exitOK {
+	if r := invoke(t, nil, "acquire", "a", store, "--holder", "A", "--ttl", "1h"); r.Code != exitOK {
 		t.Fatal(r)
 	}
-	if r := invoke(t, nil, "holders", store, "b", "a", "a"); r.code != exitOK ||
-		!regexp.MustCompile(`(?s)^RESOURCE.*\na +A +1 +(59m5\ds|1h0m0s) .*\nb +- +- +free +-\n`).MatchString(r.stdout) {
+	if r := invoke(t, nil, "holders", store, "b", "a", "a"); r.Code != exitOK ||
+		!regexp.MustCompile(`(?s)^RESOURCE.*\na +A +1 +(59m5\ds|1h0m0s) .*\nb +- +- +free +-\n`).MatchString(r.Stdout) {
 		t.Fatalf("holders a b: %v; want a held by A, b free", r)
 	}
-	if r := invoke(t, nil, "holders", store); r.code != exitUsage || !strings.Contains(r.stderr, "the unlisted store cannot list its leases: name the resources") {
+	if r := invoke(t, nil, "holders", store); r.Code != exitUsage || !strings.Contains(r.Stderr, "the unlisted store cannot list its leases: name the resources") {
 		t.Fatalf("holders of every lease: %v; want exit 2, saying so", r)
 	}
 }
@@ -258,7 +258,7 @@ func TestHoldersShowsEachLeaseOnOneLine(t *testing.T) {
 	db := sqliteFile(t)
 	store := "--sqlite=" + db
 	for _, r := range []string{"plain", "tabbed"} {
-		if res := invoke(t, nil, "acquire", r, store, "--holder", "h", "--ttl", "1h"); res.code != exitOK {
+		if res := invoke(t, nil, "acquire", r, store, "--holder", "h", "--ttl", "1h"); res.Code != exitOK {
 			t.Fatal(res)
 		}
 	}
@@ -274,7 +274,7 @@ func TestHoldersShowsEachLeaseOnOneLine(t *testing.T) {
 		`"a\\tb" +"x\\ny" +1 +\S+ +\S+\n` +
 		`plain +h +1 +\S+ +\S+\n` +
 		`times: .*\n$`
-	if r.code != exitOK || !regexp.MustCompile(want).MatchString(r.stdout) {
+	if r.Code != exitOK || !regexp.MustCompile(want).MatchString(r.Stdout) {
 		t.Fatalf("holders: %v; want each lease on one line of five columns, the names quoted", r)
 	}
 }

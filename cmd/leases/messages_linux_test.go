@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"leases/internal/stracetest"
-	"leases/internal/testctx"
+	"leases/testkit/stracetest"
+	"leases/testkit/testctx"
 )
 
 // withoutPermission runs the command with args as a process of its own
@@ -35,5 +35,5 @@ func withoutPermission(t *testing.T, path string, args []string) result {
 	if strings.Contains(stderr.String(), "Operation not permitted") {
 		t.Skipf("strace may not trace here: %s", stderr.String())
 	}
-	return result{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+	return result{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Stderr: stderr.String()}
 }

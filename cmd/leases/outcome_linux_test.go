@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"leases/internal/stracetest"
-	"leases/internal/testctx"
 	"leases/sqlite"
+	"leases/testkit/stracetest"
+	"leases/testkit/testctx"
 )
 
 // An acquire whose commit fails (strace makes the write-ahead log's fsync

@@ -7,14 +7,16 @@ import (
 	"path/filepath"
 	"testing"
 
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
+
+	"leases/testkit/commandtest"
 )
 
 func init() {
 	// fifo-holder holds the FIFO its argument names open for writing,
 	// says "started PID" on it, and holds until its input ends (the
 	// test's, which ends only at cleanup).
-	cmdRoles["fifo-holder"] = func(args []string) int {
+	commandtest.RegisterCMD("fifo-holder", func(args []string) int {
 		fifo, err := os.OpenFile(args[0], os.O_WRONLY, 0)
 		if err != nil {
 			return fatal(err)
@@ -24,7 +26,7 @@ func init() {
 		}
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return 0
-	}
+	})
 }
 
 // On Linux, CMD dies with leases: killed (SIGKILL), leases can no longer
@@ -33,15 +35,15 @@ func TestRunCMDDiesWithLeases(t *testing.T) {
 	ctx := testctx.Context(t)
 	dir := t.TempDir()
 	db, fifo := filepath.Join(dir, "leases.db"), filepath.Join(dir, "cmd")
-	var p *process
+	var p *commandtest.Process
 	held := cmdGroup(t, ctx, fifo, func() {
-		p = start(t, append([]string{"run", "r", "--sqlite", db, "--"}, cmd(t, "fifo-holder", fifo)...)...)
+		p = start(t, append([]string{"run", "r", "--sqlite", db, "--"}, commandtest.CMD(t, "fifo-holder", fifo)...)...)
 	})
-	if err := p.cmd.Process.Kill(); err != nil {
+	if err := p.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := io.Copy(io.Discard, held); err != nil {
 		t.Fatalf("CMD still holds the FIFO after leases was killed: %v", err)
 	}
-	p.wait()
+	p.Wait()
 }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -22,7 +21,9 @@ import (
 	_ "modernc.org/sqlite" // the test's own connection to the file
 
 	"leases/clock"
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
+
+	"leases/testkit/commandtest"
 )
 
 func init() {
@@ -31,36 +32,36 @@ func init() {
 	// open for writing: the test's reader sees the end of it only once
 	// both are gone. It says "started PID" on the FIFO and then holds
 	// until its input ends (the test's, which ends only at cleanup).
-	cmdRoles["stubborn"] = func(args []string) int {
+	commandtest.RegisterCMD("stubborn", func(args []string) int {
 		signal.Ignore(syscall.SIGTERM)
 		if err := leaveDescendant(args[0]); err != nil {
 			return fatal(err)
 		}
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return 0
-	}
+	})
 	// leaver starts a stubborn descendant that holds the FIFO its argument
 	// names, says "started PID" on it, and exits 0 at once.
-	cmdRoles["leaver"] = func(args []string) int {
+	commandtest.RegisterCMD("leaver", func(args []string) int {
 		if err := leaveDescendant(args[0]); err != nil {
 			return fatal(err)
 		}
 		return 0
-	}
-	cmdRoles["stubborn-descendant"] = func([]string) int {
+	})
+	commandtest.RegisterCMD("stubborn-descendant", func([]string) int {
 		signal.Ignore(syscall.SIGTERM)
 		_, _ = io.Copy(io.Discard, os.Stdin) // holding fd 3, the FIFO
 		return 0
-	}
+	})
 	// trap says "started", and exits 0 at the first SIGINT or SIGTERM,
 	// saying "caught" and which.
-	cmdRoles["trap"] = func([]string) int {
+	commandtest.RegisterCMD("trap", func([]string) int {
 		caught := make(chan os.Signal, 1)
 		signal.Notify(caught, syscall.SIGINT, syscall.SIGTERM)
 		fmt.Println("started")
 		fmt.Printf("caught %v\n", <-caught)
 		return 0
-	}
+	})
 }
 
 // leaveDescendant opens the FIFO at path for writing, starts a stubborn
@@ -70,11 +71,10 @@ func leaveDescendant(path string) error {
 	if err != nil {
 		return err
 	}
-	exe, err := os.Executable()
+	descendant, err := commandtest.CMDCommand("stubborn-descendant")
 	if err != nil {
 		return err
 	}
-	descendant := exec.Command(exe, asCMD, "stubborn-descendant")
 	descendant.Stdin, descendant.ExtraFiles = os.Stdin, []*os.File{fifo}
 	if err := descendant.Start(); err != nil {
 		return err
@@ -124,10 +124,10 @@ func TestRunStopsCMDBeforeTheLeaseCanExpire(t *testing.T) {
 			ctx := testctx.Context(t)
 			dir := t.TempDir()
 			db, fifo := filepath.Join(dir, "leases.db"), filepath.Join(dir, "group")
-			var p *process
+			var p *commandtest.Process
 			group := cmdGroup(t, ctx, fifo, func() {
 				p = start(t, append([]string{"run", "r", "--sqlite", db, "--holder", "h",
-					"--ttl", "4s", "--margin", "3s", "--grace", "300ms", "--"}, cmd(t, "stubborn", fifo)...)...)
+					"--ttl", "4s", "--margin", "3s", "--grace", "300ms", "--"}, commandtest.CMD(t, "stubborn", fifo)...)...)
 			})
 
 			expiry, giveBack := tc.takeAway(t, ctx, db)
@@ -136,15 +136,15 @@ func TestRunStopsCMDBeforeTheLeaseCanExpire(t *testing.T) {
 			}
 			gone := clock.Wall{}.Now()
 			giveBack()
-			r := p.wait()
+			r := p.Wait()
 			if gone >= expiry {
 				t.Errorf("CMD's process group was gone at %d, %v after the lease could expire (at %d)",
 					gone, time.Duration(gone-expiry)*time.Millisecond, expiry)
 			} else {
 				t.Logf("CMD's process group was gone %v before the lease could expire", time.Duration(expiry-gone)*time.Millisecond)
 			}
-			if r.code != exitLost || !strings.Contains(r.stderr, "leases: run: the lease on r at epoch 1 ended before CMD did") ||
-				!strings.Contains(r.stderr, tc.stop) {
+			if r.Code != exitLost || !strings.Contains(r.Stderr, "leases: run: the lease on r at epoch 1 ended before CMD did") ||
+				!strings.Contains(r.Stderr, tc.stop) {
 				t.Fatalf("run: %v; want exit 4, saying the lease ended and how CMD was stopped (%q)", r, tc.stop)
 			}
 		})
@@ -247,7 +247,7 @@ func deleteFile(t *testing.T, _ context.Context, db string) (int64, func()) {
 // is refused, and the session ends at once.
 func releaseLease(t *testing.T, _ context.Context, db string) (int64, func()) {
 	expiry := expiryOf(t, db)
-	if r := invoke(t, nil, "release", "r", "--sqlite", db, "--holder", "h", "--epoch", "1"); r.code != exitOK {
+	if r := invoke(t, nil, "release", "r", "--sqlite", db, "--holder", "h", "--epoch", "1"); r.Code != exitOK {
 		t.Fatalf("release: %v", r)
 	}
 	return expiry, func() {}
@@ -258,7 +258,7 @@ func expiryOf(t *testing.T, db string) int64 {
 	t.Helper()
 	var listed holdersJSON
 	r := invoke(t, nil, "holders", "r", "--sqlite", db, "--json")
-	if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil || len(listed.Leases) != 1 {
+	if err := json.Unmarshal([]byte(r.Stdout), &listed); err != nil || len(listed.Leases) != 1 {
 		t.Fatalf("holders: %v (%v)", r, err)
 	}
 	at, err := time.Parse(time.RFC3339Nano, listed.Leases[0].ExpiresAt)
@@ -285,15 +285,15 @@ func TestRunPassesSignalsOn(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			store := "--sqlite=" + sqliteFile(t)
-			p := start(t, append([]string{"run", "r", store, "--"}, cmd(t, tc.role)...)...)
-			p.expect(p.stdout, "started")
-			if err := p.cmd.Process.Signal(tc.sig); err != nil {
+			p := start(t, append([]string{"run", "r", store, "--"}, commandtest.CMD(t, tc.role)...)...)
+			p.Expect(p.Stdout, "started")
+			if err := p.Cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
-			if r := p.wait(); r.code != tc.status || r.stdout != tc.stdout || r.stderr != "" {
+			if r := p.Wait(); r.Code != tc.status || r.Stdout != tc.stdout || r.Stderr != "" {
 				t.Fatalf("run sent %v: %v; want CMD's status %d", tc.sig, r, tc.status)
 			}
-			if h := invoke(t, nil, "holders", "r", store); !strings.Contains(h.stdout, "free") {
+			if h := invoke(t, nil, "holders", "r", store); !strings.Contains(h.Stdout, "free") {
 				t.Fatalf("holders after run: %v; want r free", h)
 			}
 		})
@@ -304,17 +304,17 @@ func TestRunPassesSignalsOn(t *testing.T) {
 // never started.
 func TestRunInterruptedWhileWaiting(t *testing.T) {
 	store := "--sqlite=" + sqliteFile(t)
-	if r := invoke(t, nil, "acquire", "r", store, "--holder", "A", "--ttl", "1h"); r.code != exitOK {
+	if r := invoke(t, nil, "acquire", "r", store, "--holder", "A", "--ttl", "1h"); r.Code != exitOK {
 		t.Fatal(r)
 	}
-	p := start(t, append([]string{"run", "r", store, "--wait", "--"}, cmd(t, "env")...)...)
-	p.expect(p.stderr, "r is held by A at epoch 1 for ")
-	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+	p := start(t, append([]string{"run", "r", store, "--wait", "--"}, commandtest.CMD(t, "env")...)...)
+	p.Expect(p.Stderr, "r is held by A at epoch 1 for ")
+	if err := p.Cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	r := p.wait()
-	if r.code != 128+int(syscall.SIGINT) || r.stdout != "" ||
-		!strings.Contains(r.stderr, "leases: run: interrupt before the lease on r was granted; CMD was not started") {
+	r := p.Wait()
+	if r.Code != 128+int(syscall.SIGINT) || r.Stdout != "" ||
+		!strings.Contains(r.Stderr, "leases: run: interrupt before the lease on r was granted; CMD was not started") {
 		t.Fatalf("run interrupted while waiting: %v; want 130 and CMD never started", r)
 	}
 }
@@ -327,11 +327,11 @@ func TestRunKillsWhatCMDLeavesBehind(t *testing.T) {
 	ctx := testctx.Context(t)
 	dir := t.TempDir()
 	db, fifo := filepath.Join(dir, "leases.db"), filepath.Join(dir, "group")
-	var p *process
+	var p *commandtest.Process
 	group := cmdGroup(t, ctx, fifo, func() {
-		p = start(t, append([]string{"run", "r", "--sqlite", db, "--"}, cmd(t, "leaver", fifo)...)...)
+		p = start(t, append([]string{"run", "r", "--sqlite", db, "--"}, commandtest.CMD(t, "leaver", fifo)...)...)
 	})
-	if r := p.wait(); r.code != exitOK || r.stderr != "" {
+	if r := p.Wait(); r.Code != exitOK || r.Stderr != "" {
 		t.Fatalf("run: %v; want CMD's status, 0", r)
 	}
 	if _, err := io.Copy(io.Discard, group); err != nil {

@@ -18,11 +18,11 @@ package main
 import (
 	"os"
 
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/command"
-	"leases/internal/experiment/worker"
+	"leases/cmd/run-experiment/etcdbackend"
+	"leases/evidence/backend"
+	"leases/evidence/command"
+	"leases/evidence/worker"
 	"leases/internal/roles"
-	"leases/tests/etcdbackend"
 )
 
 func main() {

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"leases"
-	"leases/internal/sqlitetest"
 	"leases/internal/sqltx"
-	"leases/internal/testctx"
+	"leases/testkit/sqlitetest"
+	"leases/testkit/testctx"
 )
 
 // scriptDriver is a database/sql driver whose BeginTx, Commit and

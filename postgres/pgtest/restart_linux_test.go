@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"leases/internal/testctx"
 	"leases/postgres/pgtest"
+	"leases/testkit/testctx"
 )
 
 // A crashed server (the postmaster and every backend killed at once, a

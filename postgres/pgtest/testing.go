@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 )
 
 // New starts a server for t alone, with settings as for Start, and stops

@@ -14,7 +14,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"leases/fence"
-	"leases/internal/testctx"
+	"leases/testkit/testctx"
 	"leases/tests/chaos"
 )
 

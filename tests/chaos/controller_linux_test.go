@@ -22,15 +22,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases/etcd"
+	"leases/etcdcluster"
 	"leases/fence"
 	"leases/internal/roles"
 	"leases/internal/rules"
-	"leases/internal/testctx"
 	"leases/postgres"
 	"leases/postgres/pgtest"
 	"leases/sqlite"
+	"leases/testkit/testctx"
 	"leases/tests/chaos"
-	"leases/tests/etcdcluster"
 )
 
 // Config is one run of the chaos test: its workers, its leases, how long

@@ -2,7 +2,7 @@ package etcdcommand_test
 
 import (
 	"bytes"
-	"leases/internal/stracetest"
+	"leases/testkit/stracetest"
 	"os"
 	"path/filepath"
 	"testing"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"syscall"
 
-	"leases/internal/experiment/backend"
+	"leases/evidence/backend"
 )
 
 // interruptingKind is driver, except that the failover scenario's sandbox

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/command"
-	"leases/internal/experiment/worker"
+	"leases/cmd/run-experiment/etcdbackend"
+	"leases/etcdcluster"
+	"leases/evidence/backend"
+	"leases/evidence/command"
+	"leases/evidence/worker"
 	"leases/internal/roles"
-	"leases/internal/testctx"
-	"leases/tests/etcdbackend"
-	"leases/tests/etcdcluster"
+	"leases/testkit/testctx"
 )
 
 // Environment of the command role, set by the test that starts it.

@@ -12,7 +12,7 @@ import (
 
 	"leases"
 	"leases/etcd"
-	"leases/internal/contract"
+	"leases/testkit/contract"
 )
 
 // clients returns one client per member of the shared cluster and one of

@@ -9,7 +9,7 @@ import (
 
 	"leases"
 	"leases/etcd"
-	"leases/internal/contract"
+	"leases/testkit/contract"
 )
 
 // The contract, on a three-member cluster.

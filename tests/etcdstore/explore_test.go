@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"leases/internal/experiment/backend"
-	"leases/internal/experiment/explore"
-	"leases/tests/etcdbackend"
+	"leases/cmd/run-experiment/etcdbackend"
+	"leases/evidence/backend"
+	"leases/evidence/explore"
 )
 
 // The exploration on etcd finds what it finds on SQLite, at the default

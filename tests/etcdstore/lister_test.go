@@ -6,7 +6,7 @@ import (
 
 	"leases"
 	"leases/etcd"
-	"leases/internal/contract"
+	"leases/testkit/contract"
 )
 
 // The Lessor lists the live leases under its prefix, as Holder sees them

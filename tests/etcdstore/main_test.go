@@ -13,9 +13,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases/etcd"
+	"leases/etcdcluster"
 	"leases/internal/roles"
-	"leases/internal/testctx"
-	"leases/tests/etcdcluster"
+	"leases/testkit/testctx"
 )
 
 // The tests of this package share one three-member cluster, started by the

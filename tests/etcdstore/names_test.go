@@ -8,7 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"leases/internal/contract"
+	"leases/testkit/contract"
 )
 
 // The one rule for names holds at the Lessor, its listing and its watch:

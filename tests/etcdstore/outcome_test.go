@@ -10,7 +10,7 @@ import (
 
 	"leases"
 	"leases/etcd"
-	"leases/internal/contract"
+	"leases/testkit/contract"
 )
 
 // The three kinds of errors, on a cluster of the test's own that loses its

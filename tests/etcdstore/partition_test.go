@@ -13,7 +13,7 @@ import (
 
 	"leases"
 	"leases/etcd"
-	"leases/tests/etcdcluster"
+	"leases/etcdcluster"
 )
 
 // A member cut off from the others refuses every request of the store on

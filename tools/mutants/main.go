@@ -9,7 +9,7 @@
 //	go run ./tools/mutants -all -o all.txt  # every mutant
 //	go run ./tools/mutants -list            # only list what it would test
 //	go run ./tools/mutants -only 17,42 -v   # rerun mutants 17 and 42, with test output
-//	go run ./tools/mutants ./internal/rules ./internal/experiment/results/compare.go
+//	go run ./tools/mutants ./internal/rules ./evidence/results/compare.go
 //
 // Arguments are package directories (every non-test .go file that builds)
 // or file globs; by default the root package, internal/rules,
@@ -84,7 +84,7 @@ import (
 )
 
 var defaultTargets = []string{".", "./internal/rules", "./internal/sqlitestore",
-	"./internal/experiment/results/compare.go", "./internal/experiment/scenario/verdicts.go", "./internal/experiment/explore"}
+	"./evidence/results/compare.go", "./evidence/scenario/verdicts.go", "./evidence/explore"}
 
 func main() {
 	if err := sweep(); err != nil {

@@ -77,7 +77,7 @@ func (r *runner) run(ctx context.Context, dir string, replace map[string]string,
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// go test and the test binaries it starts share a process group, and
 	// ending the group ends them all (and the workers of a test binary end
-	// with it: see internal/experiment/worker).
+	// with it: see evidence/worker).
 	inOwnProcessGroup(cmd)
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
