@@ -101,7 +101,7 @@ var (
 	//     with ErrLeaseHeld if it did take effect.
 	//   - After Renew or Release: assume either; the lease expires at the
 	//     later of the two expiry ticks at the latest.
-	//   - After a receiver's Write or Observe: read the record before
+	//   - After a receiver's Write or Fence: read the record before
 	//     retrying; a retry of the same write at the same epoch is a replay
 	//     if it did take effect.
 	ErrOutcomeUnknown = errors.New("outcome unknown")
