@@ -47,6 +47,13 @@ func init() {
 	guard.Table = func(table any, o guard.TableOptions) guard.Guard {
 		return &epochGuard{table: table.(*Table), opts: o}
 	}
+	guard.Observe = func(table any, ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
+		return table.(*Table).observe(ctx, tx, resource, epoch)
+	}
+	guard.Admit = func(table any, ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
+		result, _, err := table.(*Table).admit(ctx, tx, resource, epoch)
+		return result, err
+	}
 }
 
 // Tenure begins the tenure of lease on its resource, in the table's

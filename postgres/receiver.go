@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"leases"
+	"leases/internal/guard"
 	"leases/internal/outcome"
 	"leases/internal/rules"
 )
@@ -54,7 +55,7 @@ func (r *receiver) Fence(ctx context.Context, resource string, epoch int64) (lea
 	}
 	var result leases.WriteResult
 	err := r.store.inTx(ctx, func(tx *sql.Tx) (commit bool, err error) {
-		result, err = r.store.fenced.Observe(ctx, tx, resource, epoch)
+		result, err = guard.Observe(r.store.fenced, ctx, tx, resource, epoch)
 		return result.Outcome == leases.Accepted, err
 	})
 	if err != nil {

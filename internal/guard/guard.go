@@ -62,4 +62,9 @@ var (
 	// Table is the guard of the epoch alone on table (a *fence.Table),
 	// in the table's database.
 	Table func(table any, o TableOptions) Guard
+	// Observe and Admit are a *fence.Table's own steps, which a tenure
+	// takes: for the backends' fenced receivers (the contract's model,
+	// whose Fence is an observe) and for the test kits that hold each
+	// step to the receiver rule on both databases.
+	Observe, Admit func(table any, ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error)
 )
