@@ -1,27 +1,50 @@
-// Package leases defines a lease authority and a fenced receiver, built to
-// show where leases and fencing tokens protect a shared resource from a
-// paused old lease holder, and where they do not.
+// Package leases gives one worker at a time a resource, with an epoch (a
+// fencing token) that lets the resource refuse a worker whose lease has
+// run out: the types, the errors, and the interfaces every backend
+// implements (SQLite, etcd, PostgreSQL).
 //
-// An [Authority] grants time-limited leases on named resources. Every grant
-// carries an epoch (a fencing token) that is strictly greater than every
-// epoch granted before for that resource, also after a release. Time is
-// logical: the caller supplies the current tick, and a lease granted at tick
-// t with a time-to-live of d ticks is live for ticks t .. t+d-1 and expired
-// from tick t+d on. No wall clock is consulted and nothing sleeps.
+// # Which guard
 //
-// A [Receiver] is the shared resource the lease protects. In [Fenced] mode it
-// remembers the highest epoch it has committed per resource and rejects a
-// write that carries a lower one; in [Unfenced] mode it stores whatever comes
-// last, the baseline that shows what leases alone do not prevent. The
-// receiver never reads the authority's records: it learns about a newer
-// holder only when that holder's epoch reaches it. Until then a stale
-// holder's write is accepted; that gap is part of the contract, not a bug.
+// A worker holds its lease with a session (package leases/session), which
+// ends, on a timer of its own, before the lease can expire. What keeps a
+// worker paused past its lease from doing harm is a guard where it acts:
 //
-// This package holds the types and the contract; backends implement it.
-// Package leases/sqlite keeps the authority and the receivers in one
-// SQLite file, every operation a transaction of its own; package
-// leases/etcd keeps them in an etcd cluster (a module of its own). For a
-// service, package leases/session holds a lease on a clock (package
-// leases/clock) and package leases/fence puts the fenced receiver's rule
-// inside your own database transaction.
+//	your rows live                  call                           guarantees                          does not
+//	in the leases' own database     store.Tenure(ctx, lease)       each tenure.Tx commits only while   protect effects outside
+//	(sqlite.Store, postgres.Store)                                 the lease is live on the store's     the database
+//	                                                               clock, at admission and at commit,
+//	                                                               and its epoch is the newest
+//	in a database of your own,      fences.Tenure(ctx, lease)      nothing of an older tenure commits  stop a stale holder
+//	leases elsewhere (etcd)         (package leases/fence)         once a newer tenure has begun       before the newer
+//	                                                                                                   tenure begins (the gap)
+//
+// Both return a *fence.Tenure, whose Tx admits, runs and commits one
+// transaction, and whose Resolve tells what became of a transaction whose
+// outcome is unknown. docs/service.md says more, with the errors to tell
+// apart: a refusal ([IsRefusal]), a failure before commit, and an unknown
+// outcome ([ErrOutcomeUnknown]).
+//
+// # Lessors
+//
+// A [Lessor] grants, renews and releases leases, lists the live ones and
+// tells a waiter of a change; the caller says how long a lease should
+// live, never what time it is. Every backend's Store.Lessor() returns one,
+// on the authority's own clock: the machine's for a SQLite file, the
+// server's for PostgreSQL, etcd's own leases for etcd. A [Lease] says
+// whose clock its ticks are ([Ticks]) and whether its expiry is exact.
+//
+// # The contract's model
+//
+// The rest of this package is the model the evidence runs (cmd/run-experiment,
+// the contract's clauses): an [Authority] with explicit ticks, which never
+// reads a clock (the caller says what time it is), and the receivers that
+// show what a lease alone does not prevent. A fenced [Receiver] remembers
+// the highest epoch it has committed per resource and rejects a write
+// that carries a lower one ([Stale]); an unfenced one stores whatever
+// comes last. The receiver never reads the authority's records: it learns
+// of a newer holder only when that holder's epoch reaches it, and until
+// then a stale holder's write is accepted; that gap is part of the
+// contract. A [GuardedReceiver] reads the authority in the write's own
+// transaction, and closes the gap. These are the contract's model, not
+// the service API: a service uses a session and a tenure.
 package leases

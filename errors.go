@@ -26,7 +26,8 @@ const (
 //
 //   - A refusal ([IsRefusal]): the input was refused (ErrInvalidInput) or
 //     the operation was decided against on what the store holds
-//     (ErrLeaseHeld, ErrNotHolder, ErrLeaseExpired, ErrTickBackwards).
+//     (ErrLeaseHeld, ErrNotHolder, ErrLeaseExpired, ErrTickBackwards,
+//     ErrStale, ErrNotLive).
 //     Nothing changed.
 //   - A failure before commit: any other error except ErrOutcomeUnknown.
 //     The store could not read or write, can answer no more
@@ -68,6 +69,13 @@ var (
 	// the resource's current lease (another holder, or an older epoch).
 	ErrNotHolder = errors.New("not the lease holder")
 
+	// ErrStale reports a call refused because a newer epoch has reached
+	// the fence than the caller's: a newer lease holder has begun, and
+	// this one must not act. It is the error of the outcome [Stale]; the
+	// message says which epoch superseded the caller's. It is a refusal:
+	// nothing was committed.
+	ErrStale = errors.New("stale")
+
 	// ErrNotLive reports that a tenure's transaction was refused because
 	// the lease was not the live one on the store's clock when the
 	// transaction was admitted or when it committed: it expired, was
@@ -93,7 +101,7 @@ var (
 	//     with ErrLeaseHeld if it did take effect.
 	//   - After Renew or Release: assume either; the lease expires at the
 	//     later of the two expiry ticks at the latest.
-	//   - After a receiver's Write or Observe: read the record before
+	//   - After a receiver's Write or Fence: read the record before
 	//     retrying; a retry of the same write at the same epoch is a replay
 	//     if it did take effect.
 	ErrOutcomeUnknown = errors.New("outcome unknown")
@@ -115,7 +123,7 @@ var (
 // the store changes. Any other error is a failure (before commit, or with
 // an unknown outcome: ErrOutcomeUnknown).
 func IsRefusal(err error) bool {
-	for _, refusal := range []error{ErrInvalidInput, ErrLeaseHeld, ErrNotHolder, ErrLeaseExpired, ErrTickBackwards, ErrNotLive} {
+	for _, refusal := range []error{ErrInvalidInput, ErrLeaseHeld, ErrNotHolder, ErrLeaseExpired, ErrTickBackwards, ErrNotLive, ErrStale} {
 		if errors.Is(err, refusal) {
 			return true
 		}

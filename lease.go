@@ -18,17 +18,73 @@ type Lease struct {
 	// ExpiresAt is the first tick at which the lease is no longer live and
 	// another holder may acquire the resource.
 	ExpiresAt int64 `json:"expires_at"`
+	// Ticks says what GrantedAt and ExpiresAt count, and so whether
+	// ExpiresAt is the instant the lease ends or a bound of it.
+	Ticks Ticks `json:"ticks,omitempty"`
 }
 
-// Authority is the single trusted issuer of leases and epochs. Every
-// method is one transaction of its backend: it either commits its whole
-// change or changes nothing, except that a commit that fails may have
-// taken effect ([ErrOutcomeUnknown]).
+// Ticks says whose clock a lease's ticks are.
+type Ticks string
+
+const (
+	// CallerTicks are ticks a caller gave an [Authority], or the clock a
+	// caller drives a lessor with (package leases/clock): they count
+	// whatever the caller counts (the wall clock's milliseconds, or a
+	// manual clock's ticks). The lease ends exactly at ExpiresAt, on that
+	// count.
+	CallerTicks Ticks = ""
+	// HostMillis are milliseconds since the Unix epoch on the clock of
+	// the machine that holds a SQLite file: the lease ends exactly at
+	// ExpiresAt on that clock.
+	HostMillis Ticks = "host-ms"
+	// ServerMillis are milliseconds since the Unix epoch on a PostgreSQL
+	// server's clock: the lease ends exactly at ExpiresAt on that clock.
+	ServerMillis Ticks = "server-ms"
+	// LocalMillis are milliseconds since the Unix epoch on this process's
+	// clock when the authority answered (etcd, whose leader counts its
+	// leases' time-to-live in whole seconds on its own clock): ExpiresAt
+	// is a bound, the lease ends no later (unless a change of leader
+	// gives it its time-to-live afresh), and may end earlier.
+	LocalMillis Ticks = "local-ms"
+)
+
+// TTL is how long the lease was granted or renewed for, from GrantedAt to
+// ExpiresAt, with a tick taken for a millisecond.
+func (l Lease) TTL() time.Duration { return ticks(l.ExpiresAt - l.GrantedAt) }
+
+// Left is how long the lease has left at tick now of its own clock (the
+// now a [Lessor]'s Live returns), with a tick taken for a millisecond; 0
+// once it has expired.
+func (l Lease) Left(now int64) time.Duration { return ticks(max(0, l.ExpiresAt-now)) }
+
+// Expires is ExpiresAt as a time, and true, when the ticks are a clock's
+// milliseconds since the Unix epoch (HostMillis, ServerMillis,
+// LocalMillis); the zero time and false for CallerTicks, which need not
+// be a time of day.
+func (l Lease) Expires() (time.Time, bool) {
+	if l.Ticks == CallerTicks {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(l.ExpiresAt), true
+}
+
+// Exact reports whether ExpiresAt is the instant the authority ends the
+// lease (CallerTicks, HostMillis, ServerMillis), rather than a bound of
+// it (LocalMillis).
+func (l Lease) Exact() bool { return l.Ticks != LocalMillis }
+
+func ticks(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// Authority is the contract's model of a lease authority, with explicit
+// ticks: the caller says what time it is. Every method is one
+// transaction of its backend: it either commits its whole change or
+// changes nothing, except that a commit that fails may have taken effect
+// ([ErrOutcomeUnknown]). A service uses a [Lessor] instead.
 //
-// Ticks are supplied by the caller. A lease granted at tick t for d ticks
-// is live at ticks t .. t+d-1 and expired from tick t+d on. A tick earlier
-// than the last change the authority made to a resource is refused with
-// [ErrTickBackwards].
+// A lease granted at tick t for d ticks is live at ticks t .. t+d-1 and
+// expired from tick t+d on. A tick earlier than the last change the
+// authority made to a resource is refused with [ErrTickBackwards]. Its
+// leases' ticks are CallerTicks.
 type Authority interface {
 	// Acquire grants holder a lease on resource from tick now for ttl
 	// ticks, with the resource's next epoch: one more than the last epoch
@@ -48,29 +104,31 @@ type Authority interface {
 	// a higher one: epochs are never reused.
 	Release(ctx context.Context, held Lease, now int64) error
 
-	// Holder returns the lease that is live on resource at tick now, and
+	// Lease returns the lease that is live on resource at tick now, and
 	// false when there is none (never leased, expired or released). It
 	// changes nothing.
-	Holder(ctx context.Context, resource string, now int64) (Lease, bool, error)
-}
+	Lease(ctx context.Context, resource string, now int64) (Lease, bool, error)
 
-// Watcher is implemented by authorities that can tell a waiting acquirer
-// that a resource's lease changed, so that it need not wait for the
-// expiry tick to learn of a release.
-type Watcher interface {
+	// Live returns the leases live at tick now, sorted by resource: those
+	// on the named resources (a free one is left out), or every live
+	// lease when none is named. It changes nothing.
+	Live(ctx context.Context, now int64, resources ...string) ([]Lease, error)
+
 	// Changed returns a channel that is closed at the first change to
-	// resource's lease (a grant, a renewal, a release) committed after
-	// the call, or when ctx ends. Which changes a backend can see is its
-	// own to document.
+	// resource's lease (a grant, a renewal, a release) that the authority
+	// sees after the call, or when ctx ends, so that a waiter need not
+	// wait for the expiry to learn of a release. Which changes a backend
+	// sees, and how soon, is its own to document.
 	Changed(ctx context.Context, resource string) (<-chan struct{}, error)
 }
 
 // Lessor is an authority as a lease holder's session uses it: the caller
-// says how long a lease should live, never what time it is. Whose clock
-// decides expiry is the lessor's to document: the authority's own (its
-// server's, or the host's for a file on one machine), or a caller's clock
-// driving an [Authority]'s explicit ticks (package leases/clock). The
-// ticks in the leases it returns are that clock's milliseconds.
+// says how long a lease should live, never what time it is. Every
+// backend's Store.Lessor() is one, on the authority's own clock (the
+// machine's for a SQLite file, the server's for PostgreSQL, etcd's own
+// leases for etcd); package leases/clock makes one of an [Authority] and a
+// caller's clock. The leases it returns say whose clock their ticks are
+// (Lease.Ticks).
 //
 // The outcomes and errors are an Authority's: one transaction per call, a
 // refusal, a failure before commit, or an unknown outcome.
@@ -85,20 +143,19 @@ type Lessor interface {
 	// Release ends held, which must be the resource's current and live
 	// lease, now; its epoch is never granted again.
 	Release(ctx context.Context, held Lease) error
-	// Holder returns the lease live on resource now, and false when there
+	// Lease returns the lease live on resource now, and false when there
 	// is none.
-	Holder(ctx context.Context, resource string) (Lease, bool, error)
-}
-
-// Lister is implemented by lessors that can say which leases are live,
-// for operators and their tools (cmd/leases lists them). It is optional:
-// a session never needs it.
-type Lister interface {
+	Lease(ctx context.Context, resource string) (Lease, bool, error)
 	// Live returns the leases live now, sorted by resource: those on the
 	// named resources (a free one is left out), or every live lease when
 	// none is named. Now is the tick of the lessor's clock at which it
 	// found them live, the same clock as the leases' ticks, so that
-	// ExpiresAt-now is how long each has left whatever the caller's own
+	// Lease.Left(now) is how long each has left whatever the caller's own
 	// clock says. It changes nothing; a bad name is ErrInvalidInput.
 	Live(ctx context.Context, resources ...string) (live []Lease, now int64, err error)
+	// Changed returns a channel that is closed at the first change to
+	// resource's lease (a grant, a renewal, a release) that the lessor
+	// sees after the call, or when ctx ends: session.Wait listens before
+	// it tries, so that a release wakes it before the lease's expiry.
+	Changed(ctx context.Context, resource string) (<-chan struct{}, error)
 }

@@ -30,12 +30,14 @@ const (
 	// One replacement value per resource per epoch.
 	Conflict Outcome = "conflict"
 	// Stale: the incoming epoch is below the stored one; rejected, nothing
-	// changed. This is the fence.
+	// changed. This is the fence. A call that returns an error for it
+	// returns one matching ErrStale.
 	Stale Outcome = "stale"
 	// NotLive: a guarded receiver's answer when the writer's lease is not
 	// the authority's live lease for the resource at the write's tick (it
 	// expired, was released, or a newer epoch was granted); rejected,
-	// nothing changed.
+	// nothing changed. A call that returns an error for it returns one
+	// matching ErrNotLive.
 	NotLive Outcome = "not-live"
 )
 
@@ -48,7 +50,7 @@ type Record struct {
 	// resource: the fence. Unfenced receivers store the last write's.
 	Epoch int64 `json:"epoch"`
 	// ValueEpoch is the epoch the stored value came with; it is below
-	// Epoch only after an Observe of a newer epoch, and 0 while no value
+	// Epoch only after a Fence of a newer epoch, and 0 while no value
 	// has been stored.
 	ValueEpoch int64 `json:"value_epoch"`
 	// Value is the stored value.
@@ -66,7 +68,7 @@ type WriteResult struct {
 // its own records and never reads the authority's: the only thing it
 // knows about leases is the epochs that writers bring. Until a newer
 // holder's epoch reaches it, a stale holder's write is accepted; that gap
-// is part of the contract, and [Receiver.Observe] narrows it.
+// is part of the contract, and [Receiver.Fence] narrows it.
 type Receiver interface {
 	// Mode reports whether the receiver is fenced.
 	Mode() Mode
@@ -76,8 +78,9 @@ type Receiver interface {
 	// transaction, so no other write can slip between them.
 	Write(ctx context.Context, resource string, epoch int64, value string) (WriteResult, error)
 
-	// Observe records epoch at a fenced receiver without a value, so that
-	// from now on every write with a lower epoch is stale. A new lease
+	// Fence raises the fence of a fenced receiver to epoch without a
+	// value (it writes the receiver's record), so that from now on every
+	// write with a lower epoch is stale. A new lease
 	// holder calls it right after acquiring and before it reads or acts:
 	// this closes the gap in which the old holder's write is still
 	// accepted. The stored value is kept (the new holder reads it); the
@@ -86,7 +89,7 @@ type Receiver interface {
 	// and Stale when a higher epoch was committed before: the caller has
 	// been superseded and must not act. An unfenced receiver refuses it
 	// with ErrInvalidInput.
-	Observe(ctx context.Context, resource string, epoch int64) (WriteResult, error)
+	Fence(ctx context.Context, resource string, epoch int64) (WriteResult, error)
 
 	// Read returns the record stored for resource; found is false when
 	// nothing has been written yet.

@@ -13,33 +13,23 @@ import (
 // it. The caller's clock then decides when a lease expires: holders and
 // waiters in different processes stay apart only while their clocks agree
 // within a session's margin. A session started on it counts on clk too,
-// unless its options name another clock.
-//
-// Where auth is a [leases.Watcher], so is the lessor; otherwise its
-// Changed returns a channel that only ctx's end closes.
-func Lessor(auth leases.Authority, clk Clock) *CallerClock {
-	return &CallerClock{auth: auth, clk: clk}
+// unless its options name another clock. Its leases' ticks are
+// leases.CallerTicks: clk's.
+func Lessor(auth leases.Authority, clk Clock) leases.Lessor {
+	return &lessor{auth: auth, clk: clk}
 }
 
-// CallerClock is the lessor [Lessor] returns.
-type CallerClock struct {
+// lessor is the lessor Lessor returns.
+type lessor struct {
 	auth leases.Authority
 	clk  Clock
 }
 
-var (
-	_ leases.Lessor  = (*CallerClock)(nil)
-	_ leases.Watcher = (*CallerClock)(nil)
-)
+// Clock is the clock the lessor reads: a session on the lessor counts on
+// it unless its options name another.
+func (l *lessor) Clock() Clock { return l.clk }
 
-// Clock is the clock the lessor reads.
-func (l *CallerClock) Clock() Clock { return l.clk }
-
-// Authority is the authority the lessor drives.
-func (l *CallerClock) Authority() leases.Authority { return l.auth }
-
-// Acquire is the authority's Acquire at the clock's tick.
-func (l *CallerClock) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
+func (l *lessor) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
 	ticks, err := rules.CheckDuration(ttl)
 	if err != nil {
 		return leases.Lease{}, err
@@ -47,8 +37,7 @@ func (l *CallerClock) Acquire(ctx context.Context, resource, holder string, ttl 
 	return l.auth.Acquire(ctx, resource, holder, l.clk.Now(), ticks)
 }
 
-// Renew is the authority's Renew at the clock's tick.
-func (l *CallerClock) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
+func (l *lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
 	ticks, err := rules.CheckDuration(ttl)
 	if err != nil {
 		return leases.Lease{}, err
@@ -56,20 +45,20 @@ func (l *CallerClock) Renew(ctx context.Context, held leases.Lease, ttl time.Dur
 	return l.auth.Renew(ctx, held, l.clk.Now(), ticks)
 }
 
-// Release is the authority's Release at the clock's tick.
-func (l *CallerClock) Release(ctx context.Context, held leases.Lease) error {
+func (l *lessor) Release(ctx context.Context, held leases.Lease) error {
 	return l.auth.Release(ctx, held, l.clk.Now())
 }
 
-// Holder is the authority's Holder at the clock's tick.
-func (l *CallerClock) Holder(ctx context.Context, resource string) (leases.Lease, bool, error) {
-	return l.auth.Holder(ctx, resource, l.clk.Now())
+func (l *lessor) Lease(ctx context.Context, resource string) (leases.Lease, bool, error) {
+	return l.auth.Lease(ctx, resource, l.clk.Now())
 }
 
-// Changed is the authority's Changed where it has one.
-func (l *CallerClock) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
-	if w, ok := l.auth.(leases.Watcher); ok {
-		return w.Changed(ctx, resource)
-	}
-	return ctx.Done(), nil
+func (l *lessor) Live(ctx context.Context, resources ...string) ([]leases.Lease, int64, error) {
+	now := l.clk.Now()
+	live, err := l.auth.Live(ctx, now, resources...)
+	return live, now, err
+}
+
+func (l *lessor) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
+	return l.auth.Changed(ctx, resource)
 }

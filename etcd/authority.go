@@ -61,8 +61,8 @@ func (a *authority) Release(ctx context.Context, held leases.Lease, now int64) e
 	return nil
 }
 
-// Holder implements [leases.Authority.Holder] with one linearizable read.
-func (a *authority) Holder(ctx context.Context, resource string, now int64) (leases.Lease, bool, error) {
+// Lease implements [leases.Authority.Lease] with one linearizable read.
+func (a *authority) Lease(ctx context.Context, resource string, now int64) (leases.Lease, bool, error) {
 	if err := rules.CheckHolder(resource, now); err != nil {
 		return leases.Lease{}, false, err
 	}
@@ -78,7 +78,7 @@ func (a *authority) Holder(ctx context.Context, resource string, now int64) (lea
 	return lease, live, nil
 }
 
-// Changed implements [leases.Watcher] with an etcd watch on the resource's
+// Changed implements [leases.Authority.Changed] with an etcd watch on the resource's
 // row: any process's grant, renewal or release committed after the call
 // closes the channel.
 func (a *authority) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {

@@ -54,10 +54,7 @@ type lessor struct {
 	ids map[tenure]clientv3.LeaseID
 }
 
-var (
-	_ leases.Lessor  = (*lessor)(nil)
-	_ leases.Watcher = (*lessor)(nil)
-)
+var _ leases.Lessor = (*lessor)(nil)
 
 // tenure names one grant.
 type tenure struct {
@@ -93,13 +90,20 @@ func (l *lessor) Acquire(ctx context.Context, resource, holder string, ttl time.
 // members refuse it for want of a leader (nothing was proposed), within
 // the call's bound, ctx.
 func (l *lessor) ask(ctx context.Context, request func() error) error {
+	return l.store.ask(ctx, request)
+}
+
+// ask sends one request, and sends it again, paced, while members refuse
+// it for want of a leader (nothing was proposed), within the call's bound,
+// ctx.
+func (s *Store) ask(ctx context.Context, request func() error) error {
 	var refusals retries
 	for {
 		err := request()
 		if !noLeader(err) {
 			return err
 		}
-		if err := refusals.wait(ctx, l.store.client); err != nil {
+		if err := refusals.wait(ctx, s.client); err != nil {
 			return err
 		}
 	}
@@ -145,7 +149,8 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 			return err
 		})
 		now := time.Now().UnixMilli()
-		lease := leases.Lease{Resource: resource, Holder: holder, Epoch: last + 1, GrantedAt: now, ExpiresAt: now + grant.TTL*1000}
+		lease := leases.Lease{Resource: resource, Holder: holder, Epoch: last + 1, GrantedAt: now, ExpiresAt: now + grant.TTL*1000,
+			Ticks: leases.LocalMillis}
 		if err != nil {
 			// The grant may have been applied, or be on its way: keep
 			// its etcd lease, and remember it for Release, whose
@@ -199,7 +204,7 @@ func (l *lessor) held(ctx context.Context, resource string, v view) error {
 	// the watch that sees etcd delete the key.
 	now := time.Now().UnixMilli()
 	return &leases.HeldError{At: now, Live: leases.Lease{Resource: resource, Holder: record.Holder, Epoch: record.Epoch,
-		ExpiresAt: now + (remaining.TTL+1)*1000}}
+		ExpiresAt: now + (remaining.TTL+1)*1000, Ticks: leases.LocalMillis}}
 }
 
 // errRanOut is held's answer for a holder key whose etcd lease ended
@@ -237,7 +242,7 @@ func (l *lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration
 		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, outcomeUnknown(ctx, err)))
 	}
 	now := time.Now().UnixMilli()
-	held.ExpiresAt = now + resp.TTL*1000
+	held.ExpiresAt, held.Ticks = now+resp.TTL*1000, leases.LocalMillis
 	return held, nil
 }
 
@@ -268,9 +273,9 @@ func (l *lessor) Release(ctx context.Context, held leases.Lease) error {
 	return nil
 }
 
-// Holder implements [leases.Lessor.Holder] with one linearizable read of
+// Lease implements [leases.Lessor.Lease] with one linearizable read of
 // the holder key, and of its etcd lease's time to live.
-func (l *lessor) Holder(ctx context.Context, resource string) (leases.Lease, bool, error) {
+func (l *lessor) Lease(ctx context.Context, resource string) (leases.Lease, bool, error) {
 	if err := rules.CheckName("resource", resource); err != nil {
 		return leases.Lease{}, false, err
 	}
@@ -293,7 +298,7 @@ func (l *lessor) Holder(ctx context.Context, resource string) (leases.Lease, boo
 	return held.Live, true, nil
 }
 
-// Changed implements [leases.Watcher] with an etcd watch on the holder
+// Changed implements [leases.Lessor.Changed] with an etcd watch on the holder
 // key: a grant, a release, or etcd ending the lease closes the channel.
 func (l *lessor) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
 	return l.store.watch(ctx, resource, l.store.key(heldKind, resource))

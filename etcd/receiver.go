@@ -57,8 +57,8 @@ func (r *receiver) write(ctx context.Context, resource string, epoch int64, valu
 	return result, err
 }
 
-// Observe implements [leases.Receiver.Observe].
-func (r *receiver) Observe(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
+// Fence implements [leases.Receiver.Fence].
+func (r *receiver) Fence(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
 	if err := rules.CheckObserve(r.mode, resource, epoch); err != nil {
 		return leases.WriteResult{}, err
 	}

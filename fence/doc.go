@@ -1,43 +1,42 @@
-// Package fence is the fenced receiver's rule inside your own database
-// transaction: a table of fences, one row per resource, kept in the same
-// SQLite file or PostgreSQL database as your business rows, so that the
-// fence row and your rows commit or roll back together.
+// Package fence keeps a lease holder's transactions in your own database
+// from committing once a newer holder has begun: a table of fences, one
+// row per resource, kept in the same SQLite file or PostgreSQL database as
+// your business rows, so that the fence row and your rows commit or roll
+// back together.
 //
 // # Use
 //
-// Create the table once, at setup, outside any business transaction:
+// Open the table on your database, and create it once, at setup, outside
+// any business transaction:
 //
-//	table, err := fence.New(fence.PostgreSQL, fence.DefaultTable)
+//	fences, err := fence.New(db, fence.Options{Dialect: fence.PostgreSQL})
 //	...
-//	err = table.Create(ctx, db)
+//	err = fences.Create(ctx)
 //
-// Then, in every transaction that acts for a lease holder, offer the
-// holder's epoch to the fence first and act only on [leases.Accepted]:
+// Then, for each lease (each tenure), begin its tenure right after the
+// grant, and run every transaction that acts for the holder through it:
 //
-//	tx, err := db.BeginTx(ctx, nil)
-//	result, err := table.Write(ctx, tx, "invoices", lease.Epoch, requestID)
-//	if err != nil || result.Outcome != leases.Accepted {
-//		tx.Rollback() // stale, conflict, replay or failure: do not act
-//		...
-//	}
-//	// ... your INSERTs and UPDATEs ...
-//	err = tx.Commit()
+//	tenure, err := fences.Tenure(ctx, s.Lease()) // s: the holder's session
+//	...
+//	err = tenure.Tx(ctx, nil, func(tx *sql.Tx) error {
+//		// ... your INSERTs and UPDATEs ...
+//	})
 //
-// With a driver that parses every statement it is handed as text, as
-// modernc.org/sqlite does, prepare the statements once per handle with
-// [Table.Prepare] and call the same methods on the [Prepared].
+// [Tenure] observes the lease's epoch once, in a transaction of its own:
+// from its commit on, no transaction of an older tenure commits, even
+// before the new holder has written anything. Each [Tenure.Tx] admits its
+// transaction only while the epoch is the newest the table has seen, and
+// says which of a refusal (leases.ErrStale), a failure before commit, or
+// an unknown outcome ([Tenure.Resolve] resolves it) it had.
 //
-// The outcomes are exactly those of the fenced receiver in package leases,
-// decided by the same rule: Accepted, Replay, Conflict and Stale for
-// [Table.Write], Accepted, Replay and Stale for [Table.Observe]. A value
-// is one per resource per epoch: let it name the change (a request id, a
-// digest of the rows), so that a retried transaction is a Replay and a
-// different change at the same epoch is a Conflict.
+// A [Guard] begins tenures: a *Table here (the epoch alone), and, where
+// the leases are kept in the same database, sqlite.Store and
+// postgres.Store, which check the lease live on their clock too, at each
+// transaction's admission and commit. Use the store's where you can.
 //
-// A new lease holder calls [Table.Observe] with its epoch, in a
-// transaction of its own, before it reads or acts: from its commit on,
-// every write with a lower epoch is Stale, even before the new holder
-// writes anything.
+// [Table.Write] is the contract's fenced receiver in your transaction
+// (one value per resource per epoch: Accepted, Replay, Conflict, Stale),
+// which the evidence explores; a service uses Tenure.
 //
 // # What it guarantees
 //
@@ -48,7 +47,7 @@
 // and epoch. Your business rows share
 // the fence row's fate: if the transaction rolls back, neither is there.
 //
-// Write and Observe each make the accepting decision in one statement, a
+// Write, the tenure's observe and each admit make the accepting decision in one statement, a
 // conditional upsert whose condition is the rule itself, so that the
 // database compares and stores under the row's lock; a rejected write then
 // reads the row it was rejected by and names the outcome. This holds under
@@ -99,6 +98,7 @@
 // to another service, rows in another database - happen whether or not
 // the transaction commits, and a stale holder can make them before its
 // write is rejected. And as with every fenced receiver, a stale holder's
-// write is accepted until a newer epoch has reached the table; Observe
-// closes that gap only from the moment it commits.
+// write is accepted until a newer epoch has reached the table; a tenure
+// closes that gap only from the moment it begins (a store's tenure, which
+// checks the lease, closes it).
 package fence

@@ -17,8 +17,6 @@ import (
 // an older tenure is not.
 type epochGuard struct {
 	table *Table
-	run   runner
-	db    *sql.DB
 	opts  guard.TableOptions
 }
 
@@ -33,7 +31,7 @@ func (g *epochGuard) Run(ctx context.Context, opts *sql.TxOptions, fn func(tx *s
 	if o.Known == nil {
 		o.Known = known
 	}
-	return sqltx.Run(ctx, g.db, o, fn)
+	return sqltx.Run(ctx, g.table.db, o, fn)
 }
 
 // known says of a failed COMMIT on any database whether the server's
@@ -43,23 +41,23 @@ func known(_ context.Context, err error) error {
 }
 
 func (g *epochGuard) Begin(ctx context.Context, tx *sql.Tx, lease leases.Lease) error {
-	result, err := g.table.observe(ctx, g.run, tx, lease.Resource, lease.Epoch)
+	result, err := g.table.observe(ctx, tx, lease.Resource, lease.Epoch)
 	if err != nil {
 		return err
 	}
-	return superseded(result)
+	return superseded(result, lease.Epoch)
 }
 
 func (g *epochGuard) Admit(ctx context.Context, tx *sql.Tx, lease leases.Lease) (guard.Marker, error) {
-	result, m, err := g.table.admit(ctx, g.run, tx, lease.Resource, lease.Epoch)
+	result, m, err := g.table.admit(ctx, tx, lease.Resource, lease.Epoch)
 	if err != nil {
 		return guard.Marker{}, err
 	}
-	return m, superseded(result)
+	return m, superseded(result, lease.Epoch)
 }
 
 func (g *epochGuard) Resolve(ctx context.Context, lease leases.Lease, m guard.Marker) (bool, error) {
-	db, done := g.db, func() error { return nil }
+	db, done := g.table.db, func() error { return nil }
 	if g.opts.ResolveOn != nil {
 		var err error
 		if db, done, err = g.opts.ResolveOn(ctx); err != nil {

@@ -150,3 +150,8 @@ func newStatements(dialect Dialect, table string) statements {
 		final:         dml.Replace(finalTemplate),
 	}
 }
+
+// all are the statements a table compiles.
+func (s statements) all() []string {
+	return []string{s.write, s.observe, s.admit, s.read, s.readRejecting, s.mark, s.final}
+}

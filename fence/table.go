@@ -37,31 +37,68 @@ func (d Dialect) String() string {
 // another one, such as two fences in one database.
 const DefaultTable = "leases_fence"
 
-// Table is a fence table in one database. It holds no connection and no
-// state besides its statements: one Table serves any number of
-// transactions at once.
+// Table is a fence table in one database. It holds the database's
+// handle and its statements, compiled once: one Table serves any number
+// of transactions at once.
 type Table struct {
+	db      *sql.DB
 	dialect Dialect
 	name    string
 	sql     statements
+	stmts   stmtCache
 }
 
-// New returns the fence table called name in a database of the given
-// dialect. The name must be a plain identifier: lower-case ASCII letters,
-// digits and underscores, not starting with a digit nor with "sqlite_"
-// (SQLite reserves those), at most 63 bytes (PostgreSQL's limit). Anything
-// else, and an unknown dialect, is refused with [leases.ErrInvalidInput]:
-// the name is written into the SQL, so nothing but such a name may reach
-// it. (Lower case because PostgreSQL folds unquoted names to it: the table
-// is then the same whether your own queries quote its name or not.)
-func New(dialect Dialect, name string) (*Table, error) {
+// Options say which fence table New opens; the zero value is a table
+// called DefaultTable in a SQLite database.
+type Options struct {
+	// Dialect is the database's: SQLite (the zero value) or PostgreSQL.
+	Dialect Dialect
+	// Table is the table's name: DefaultTable when empty. It must be a
+	// plain identifier: lower-case ASCII letters, digits and
+	// underscores, not starting with a digit nor with "sqlite_" (SQLite
+	// reserves those), at most 63 bytes (PostgreSQL's limit). (Lower
+	// case because PostgreSQL folds unquoted names to it: the table is
+	// then the same whether your own queries quote its name or not.)
+	Table string
+}
+
+// Guard begins tenures of leases whose transactions it admits in one
+// database: a fence table of this package (the epoch alone, for leases
+// kept elsewhere), or a store that keeps the leases in the same database
+// (sqlite.Store, postgres.Store: the lease live on the store's clock
+// too). The one way to fence the transactions of a lease holder.
+type Guard interface {
+	// Tenure begins lease's tenure: from its return on, no transaction
+	// of an older tenure commits; each of the tenure's transactions runs
+	// through Tenure.Tx.
+	Tenure(ctx context.Context, lease leases.Lease) (*Tenure, error)
+}
+
+var _ Guard = (*Table)(nil)
+
+// New returns the fence table that o names in db, which the caller opens
+// with the driver of its choice and closes after the last call. It talks
+// to nobody: call Create once, at setup, or create the table from Schema
+// in your migrations. A name that is not a plain identifier, and an
+// unknown dialect, are refused with [leases.ErrInvalidInput]: the name is
+// written into the SQL, so nothing but such a name may reach it.
+func New(db *sql.DB, o Options) (*Table, error) {
+	dialect, name := o.Dialect, o.Table
+	if dialect == 0 {
+		dialect = SQLite
+	}
+	if name == "" {
+		name = DefaultTable
+	}
 	if dialect != SQLite && dialect != PostgreSQL {
 		return nil, fmt.Errorf("%w: fence dialect %v is neither SQLite nor PostgreSQL", leases.ErrInvalidInput, dialect)
 	}
 	if err := rules.CheckTableName("fence table name", name); err != nil {
 		return nil, err
 	}
-	return &Table{dialect: dialect, name: name, sql: newStatements(dialect, name)}, nil
+	t := &Table{db: db, dialect: dialect, name: name, sql: newStatements(dialect, name)}
+	t.stmts.db = db
+	return t, nil
 }
 
 // Name returns the table's name.
@@ -83,21 +120,23 @@ func (t *Table) Dialect() Dialect { return t.dialect }
 // Integers are SQLite INTEGER (a STRICT table) or PostgreSQL bigint.
 func (t *Table) Schema() string { return t.sql.create }
 
-// Execer runs a statement: *sql.DB, *sql.Conn and *sql.Tx are Execers.
-type Execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-// Create creates the table if it does not exist yet. It does not check an
-// existing table of that name: give the fence a table of its own.
+// Create creates the table if it does not exist yet, and compiles the
+// table's statements. It does not check an existing table of that name:
+// give the fence a table of its own.
 //
 // Call it once, at setup, and not from the transactions that use the
 // fence: the schema is transactional in both databases, so a transaction
 // that created the table and then rolled back would take the table with
 // it, and two first transactions at once would race to create it.
-func (t *Table) Create(ctx context.Context, db Execer) error {
-	if _, err := db.ExecContext(ctx, t.sql.create); err != nil {
+func (t *Table) Create(ctx context.Context) error {
+	if _, err := t.db.ExecContext(ctx, t.sql.create); err != nil {
 		return fmt.Errorf("create fence table %s: %w", t.name, err)
 	}
+	t.stmts.prepare(ctx, t.sql.all())
 	return nil
 }
+
+// Close releases the table's compiled statements; closing the database
+// releases them too. The table goes on, compiling them again when it
+// next begins a tenure.
+func (t *Table) Close() error { return t.stmts.close() }

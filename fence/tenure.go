@@ -12,12 +12,6 @@ import (
 	"leases/internal/rules"
 )
 
-// ErrSuperseded reports that a newer epoch has reached the fence table: a
-// newer lease holder has begun, and this one must not act. It is a
-// refusal (it matches leases.ErrNotHolder, and leases.IsRefusal holds):
-// nothing was committed.
-var ErrSuperseded = fmt.Errorf("superseded, a newer epoch has reached the fence (%w)", leases.ErrNotHolder)
-
 // Tenure is a lease holder's use of the fence for one tenure (one lease,
 // one epoch): its epoch observed in the table once, when the tenure
 // begins, and then each of its transactions admitted by the table. It is
@@ -50,26 +44,30 @@ func init() {
 	guard.Tenure = func(ctx context.Context, lease leases.Lease, g guard.Guard) (any, error) {
 		return begin(ctx, lease, g)
 	}
-	guard.Table = func(table any, db *sql.DB, o guard.TableOptions) guard.Guard {
-		return &epochGuard{table: table.(*Table), run: unprepared{}, db: db, opts: o}
+	guard.Table = func(table any, o guard.TableOptions) guard.Guard {
+		return &epochGuard{table: table.(*Table), opts: o}
+	}
+	guard.Observe = func(table any, ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
+		return table.(*Table).observe(ctx, tx, resource, epoch)
+	}
+	guard.Admit = func(table any, ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
+		result, _, err := table.(*Table).admit(ctx, tx, resource, epoch)
+		return result, err
 	}
 }
 
-// Tenure begins the tenure of lease on its resource, in db: it observes
-// the lease's epoch in a transaction of its own and commits it, so that
-// from then on every transaction of an older tenure is refused, before
-// the new holder has written anything (this closes the gap for all that
-// follows). It returns an error matching ErrSuperseded when a newer epoch
-// reached the table first. Call it right after the lease was granted,
-// with the session's context, before reading or acting.
-func (t *Table) Tenure(ctx context.Context, db *sql.DB, lease leases.Lease) (*Tenure, error) {
-	return begin(ctx, lease, &epochGuard{table: t, run: unprepared{}, db: db})
-}
-
-// Tenure is [Table.Tenure] with the prepared statements; db must be the
-// handle they were prepared on.
-func (p *Prepared) Tenure(ctx context.Context, db *sql.DB, lease leases.Lease) (*Tenure, error) {
-	return begin(ctx, lease, &epochGuard{table: p.table, run: p, db: db})
+// Tenure begins the tenure of lease on its resource, in the table's
+// database: it observes the lease's epoch in a transaction of its own and
+// commits it, so that from then on every transaction of an older tenure
+// is refused, before the new holder has written anything (this closes the
+// gap for all that follows). It returns an error matching leases.ErrStale
+// when a newer epoch reached the table first. Call it right after the
+// lease was granted, with the session's context, before reading or
+// acting. The table checks the epoch alone: where the leases are in the
+// same database, the store's Tenure checks the lease too.
+func (t *Table) Tenure(ctx context.Context, lease leases.Lease) (*Tenure, error) {
+	t.stmts.prepare(ctx, t.sql.all())
+	return begin(ctx, lease, &epochGuard{table: t})
 }
 
 func begin(ctx context.Context, lease leases.Lease, g guard.Guard) (*Tenure, error) {
@@ -100,8 +98,8 @@ func (tn *Tenure) Epoch() int64 { return tn.lease.Epoch }
 // outcome, which [Tenure.Resolve] resolves.
 //
 // The error says which of these happened:
-//   - ErrSuperseded (a refusal): a newer epoch reached the table; nothing
-//     committed, and this holder must stop. A store's tenure also
+//   - leases.ErrStale (a refusal): a newer epoch reached the table;
+//     nothing committed, and this holder must stop. A store's tenure also
 //     refuses with leases.ErrNotLive, at the admission or at the commit,
 //     once the lease is no longer live on the store's clock.
 //   - fn's error: rolled back, fn's error returned (wrapped).
@@ -208,9 +206,9 @@ func (u *unknownCommit) Unwrap() error { return u.err }
 
 // superseded is the refusal of a tenure's call by a table at a newer
 // epoch.
-func superseded(result leases.WriteResult) error {
+func superseded(result leases.WriteResult, epoch int64) error {
 	if result.Outcome == leases.Stale {
-		return fmt.Errorf("%w: the table is at epoch %d", ErrSuperseded, result.Record.Epoch)
+		return fmt.Errorf("%w: superseded by epoch %d (this tenure's epoch is %d)", leases.ErrStale, result.Record.Epoch, epoch)
 	}
 	return nil
 }

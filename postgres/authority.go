@@ -15,16 +15,13 @@ import (
 // caller says what time it is, as leases.Authority defines. Every
 // decision is one transaction that locks the resource's row, asks package
 // leases' rules what to do with it, and writes the answer. It is also a
-// leases.Watcher. For a service, prefer the server's clock
+// the contract's model. For a service, use the server's clock
 // ([Store.Lessor]).
 type Authority struct {
 	store *Store
 }
 
-var (
-	_ leases.Authority = (*Authority)(nil)
-	_ leases.Watcher   = (*Authority)(nil)
-)
+var _ leases.Authority = (*Authority)(nil)
 
 // Acquire implements [leases.Authority.Acquire].
 func (a *Authority) Acquire(ctx context.Context, resource, holder string, now, ttl int64) (leases.Lease, error) {
@@ -70,10 +67,10 @@ func (a *Authority) Release(ctx context.Context, held leases.Lease, now int64) e
 	return nil
 }
 
-// Holder implements [leases.Authority.Holder] with one statement, which
+// Lease implements [leases.Authority.Lease] with one statement, which
 // takes no lock. It accepts any tick: a query for the past answers from
 // the row as it is now.
-func (a *Authority) Holder(ctx context.Context, resource string, now int64) (leases.Lease, bool, error) {
+func (a *Authority) Lease(ctx context.Context, resource string, now int64) (leases.Lease, bool, error) {
 	if err := rules.CheckHolder(resource, now); err != nil {
 		return leases.Lease{}, false, err
 	}
@@ -85,7 +82,7 @@ func (a *Authority) Holder(ctx context.Context, resource string, now int64) (lea
 	return lease, live, nil
 }
 
-// Changed implements [leases.Watcher]: see [Store.Changed].
+// Changed implements [leases.Authority.Changed]: see [Store.Changed].
 func (a *Authority) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
 	return a.store.changed(ctx, resource)
 }

@@ -69,7 +69,7 @@ import (
 // expired). The tenure's own first transaction, which observes the epoch,
 // runs at the server's default level.
 func (s *Store) Tenure(ctx context.Context, lease leases.Lease) (*fence.Tenure, error) {
-	g := &liveGuard{store: s, base: guard.Table(s.tenures, s.db, guard.TableOptions{
+	g := &liveGuard{store: s, base: guard.Table(s.tenures, guard.TableOptions{
 		Run: sqltx.Options{Known: known, Step: step},
 	})}
 	t, err := guard.Tenure(ctx, lease, g)

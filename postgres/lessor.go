@@ -10,8 +10,8 @@ import (
 	"leases/internal/rules"
 )
 
-// ServerClock is a store's lease authority on the PostgreSQL server's
-// clock: no caller says what time it is. Each decision reads the server's
+// lessor is a store's lease authority on the PostgreSQL server's
+// clock (Store.Lessor): no caller says what time it is. Each decision reads the server's
 // clock_timestamp(), in milliseconds since the Unix epoch, inside its
 // transaction and after it has locked the resource's row, and takes the
 // later of that and the row's last change as the decision's tick: a
@@ -27,20 +27,16 @@ import (
 // granted or renewed the lease, less its margin: only the rate of the
 // holder's clock matters there, not its offset.
 //
-// It implements leases.Lessor, leases.Watcher and leases.Lister; its
-// AdmitLive and LiveTenure check a lease in a transaction of yours.
-type ServerClock struct {
+// Its leases' ticks are leases.ServerMillis.
+type lessor struct {
 	store *Store
 }
 
-var (
-	_ leases.Lessor  = (*ServerClock)(nil)
-	_ leases.Watcher = (*ServerClock)(nil)
-)
+var _ leases.Lessor = (*lessor)(nil)
 
 // Acquire implements [leases.Lessor.Acquire]: a time-to-live below a
 // millisecond is invalid input.
-func (l *ServerClock) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
+func (l *lessor) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
 	ticks, err := rules.CheckDuration(ttl)
 	if err == nil {
 		err = rules.First(rules.CheckName("resource", resource), rules.CheckName("holder", holder))
@@ -62,11 +58,11 @@ func (l *ServerClock) Acquire(ctx context.Context, resource, holder string, ttl 
 		// Failed before the server's clock was read: no tick to name.
 		return leases.Lease{}, fmt.Errorf("acquire %q for %q: %w", resource, holder, err)
 	}
-	return rules.Granted(granted, err, resource, holder, now)
+	return rules.Stamp(leases.ServerMillis)(rules.Granted(granted, err, resource, holder, now))
 }
 
 // Renew implements [leases.Lessor.Renew].
-func (l *ServerClock) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
+func (l *lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
 	ticks, err := rules.CheckDuration(ttl)
 	if err == nil {
 		err = rules.CheckHeld(held, 0)
@@ -86,11 +82,12 @@ func (l *ServerClock) Renew(ctx context.Context, held leases.Lease, ttl time.Dur
 	if err != nil {
 		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, err)
 	}
+	renewed.Ticks = leases.ServerMillis
 	return renewed, nil
 }
 
 // Release implements [leases.Lessor.Release].
-func (l *ServerClock) Release(ctx context.Context, held leases.Lease) error {
+func (l *lessor) Release(ctx context.Context, held leases.Lease) error {
 	if err := rules.CheckHeld(held, 0); err != nil {
 		return err
 	}
@@ -103,9 +100,9 @@ func (l *ServerClock) Release(ctx context.Context, held leases.Lease) error {
 	return nil
 }
 
-// Holder implements [leases.Lessor.Holder] with one statement, which
+// Lease implements [leases.Lessor.Lease] with one statement, which
 // takes no lock.
-func (l *ServerClock) Holder(ctx context.Context, resource string) (leases.Lease, bool, error) {
+func (l *lessor) Lease(ctx context.Context, resource string) (leases.Lease, bool, error) {
 	if err := rules.CheckName("resource", resource); err != nil {
 		return leases.Lease{}, false, err
 	}
@@ -114,10 +111,13 @@ func (l *ServerClock) Holder(ctx context.Context, resource string) (leases.Lease
 		return leases.Lease{}, false, fmt.Errorf("holder of %q: %w", resource, outcome.BeforeCommit(ctx, err))
 	}
 	lease, live := rules.Holder(row, found, resource, rules.NotBefore(row, found, clock))
+	if live {
+		lease.Ticks = leases.ServerMillis
+	}
 	return lease, live, nil
 }
 
-// Changed implements [leases.Watcher]. PostgreSQL can tell a session of
+// Changed implements [leases.Lessor.Changed]. PostgreSQL can tell a session of
 // another's commit (LISTEN/NOTIFY), but database/sql cannot receive such
 // a notification: that takes a connection of the driver's own (pgx's
 // WaitForNotification, lib/pq's Listener), and this store speaks
@@ -126,6 +126,6 @@ func (l *ServerClock) Holder(ctx context.Context, resource string) (leases.Lease
 // process's grant, renewal or release closes the channel at the next
 // read. The reads decide nothing; the waiter then acquires in a
 // transaction of its own.
-func (l *ServerClock) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
+func (l *lessor) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
 	return l.store.changed(ctx, resource)
 }

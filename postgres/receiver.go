@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"leases"
+	"leases/internal/guard"
 	"leases/internal/outcome"
 	"leases/internal/rules"
 )
@@ -47,14 +48,14 @@ func (r *receiver) Write(ctx context.Context, resource string, epoch int64, valu
 	return result, nil
 }
 
-// Observe implements [leases.Receiver.Observe].
-func (r *receiver) Observe(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
+// Fence implements [leases.Receiver.Fence].
+func (r *receiver) Fence(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
 	if err := rules.CheckObserve(r.mode, resource, epoch); err != nil {
 		return leases.WriteResult{}, err
 	}
 	var result leases.WriteResult
 	err := r.store.inTx(ctx, func(tx *sql.Tx) (commit bool, err error) {
-		result, err = r.store.fenced.Observe(ctx, tx, resource, epoch)
+		result, err = guard.Observe(r.store.fenced, ctx, tx, resource, epoch)
 		return result.Outcome == leases.Accepted, err
 	})
 	if err != nil {

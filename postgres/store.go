@@ -125,13 +125,13 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 		s.watchInterval = DefaultWatchInterval
 	}
 	var err error
-	if s.fenced, err = fence.New(fence.PostgreSQL, names.fenced); err != nil {
+	if s.fenced, err = fence.New(db, fence.Options{Dialect: fence.PostgreSQL, Table: names.fenced}); err != nil {
 		return nil, err
 	}
-	if s.guarded, err = fence.New(fence.PostgreSQL, names.guarded); err != nil {
+	if s.guarded, err = fence.New(db, fence.Options{Dialect: fence.PostgreSQL, Table: names.guarded}); err != nil {
 		return nil, err
 	}
-	if s.tenures, err = fence.New(fence.PostgreSQL, names.tenures); err != nil {
+	if s.tenures, err = fence.New(db, fence.Options{Dialect: fence.PostgreSQL, Table: names.tenures}); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -162,12 +162,16 @@ func (s *Store) schema() []string {
 
 // Authority returns the lease authority kept in this store, with the
 // explicit ticks of leases.Authority: the caller says what time it is.
-// It is also a leases.Watcher.
+// It is the contract's model; a service uses Lessor.
 func (s *Store) Authority() *Authority { return &Authority{store: s} }
 
 // Lessor returns the lease authority kept in this store on the server's
-// clock: no caller says what time it is (see ServerClock).
-func (s *Store) Lessor() *ServerClock { return &ServerClock{store: s} }
+// clock: no caller says what time it is. Each decision reads the server's
+// clock_timestamp(), in milliseconds since the Unix epoch, inside its
+// transaction and after it has locked the resource's row, never earlier
+// than the row's last change; the leases' ticks are the server's
+// (leases.ServerMillis).
+func (s *Store) Lessor() leases.Lessor { return &lessor{store: s} }
 
 // Receiver returns a receiver kept in this store, fenced or not. The two
 // modes keep their records in tables of their own; the fenced one is a

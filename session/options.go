@@ -85,82 +85,104 @@ type settings struct {
 // durations, a renewal after the deadline) is refused with
 // leases.ErrInvalidInput.
 func (o Options) settings(lessor leases.Lessor) (settings, error) {
-	invalid := func(format string, args ...any) (settings, error) {
-		return settings{}, fmt.Errorf("%w: session options: "+format, append([]any{leases.ErrInvalidInput}, args...)...)
+	set, err := o.timing()
+	if err != nil {
+		return settings{}, err
 	}
+	switch {
+	case o.CloseTimeout == 0:
+		set.closeTimeout = DefaultCloseTimeout
+	case o.CloseTimeout < 0:
+		return settings{}, invalid("CloseTimeout %v is negative", o.CloseTimeout)
+	default:
+		set.closeTimeout = o.CloseTimeout
+	}
+	set.clock = o.Clock
+	if set.clock == nil {
+		set.clock = clock.Wall{}
+		if driven, ok := lessor.(interface{ Clock() clock.Clock }); ok {
+			set.clock = driven.Clock()
+		}
+	}
+	set.log = o.Logger
+	if set.log == nil {
+		set.log = slog.New(slog.DiscardHandler)
+	}
+	set.onEvent = o.OnEvent
+	return set, nil
+}
+
+// invalid is the refusal of a session's options.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: session options: "+format, append([]any{leases.ErrInvalidInput}, args...)...)
+}
+
+// timing checks the options that time a session (TTL, Margin, Drift,
+// RenewEvery) and fills in their defaults, in ticks: the lifetime from a
+// request's sending to the deadline, the renewal period and the backoff.
+func (o Options) timing() (settings, error) {
 	ttl := o.TTL
 	switch {
 	case ttl == 0:
 		ttl = DefaultTTL
 	case ttl < 0:
-		return invalid("TTL %v is negative", ttl)
+		return settings{}, invalid("TTL %v is negative", ttl)
 	case ttl < time.Millisecond:
-		return invalid("TTL %v is below a millisecond (did you mean %d * time.Second?)", ttl, int64(ttl))
+		return settings{}, invalid("TTL %v is below a millisecond (did you mean %d * time.Second?)", ttl, int64(ttl))
 	}
 	ttl = ttl.Truncate(time.Millisecond)
-	margin := o.Margin
-	switch {
-	case margin == 0:
-		margin = ttl / 5
-	case margin < 0:
-		return invalid("Margin %v is negative", margin)
-	case margin >= ttl:
-		return invalid("Margin %v is not below TTL %v: the session would end before it began", margin, ttl)
-	}
-	marginTicks := ceilTicks(margin)
-	if marginTicks >= ttl.Milliseconds() {
-		return invalid("Margin %v rounds up to the TTL %v", margin, ttl)
+	margin, err := o.margin(ttl)
+	if err != nil {
+		return settings{}, err
 	}
 	drift := o.Drift
 	switch {
 	case drift == 0:
 		drift = DefaultDrift
 	case drift < 0 || drift >= 0.5:
-		return invalid("Drift %v is not in [0, 0.5)", drift)
+		return settings{}, invalid("Drift %v is not in [0, 0.5)", drift)
 	}
 	driftTicks := int64(float64(ttl.Milliseconds()) * drift)
-	window := ttl.Milliseconds() - marginTicks - driftTicks // from a grant to its deadline
+	window := ttl.Milliseconds() - margin - driftTicks // from a grant to its deadline
 	if window < 1 {
-		return invalid("Margin %v and the drift allowance %v leave nothing of TTL %v", margin, ticksDuration(driftTicks), ttl)
+		return settings{}, invalid("Margin %v and the drift allowance %v leave nothing of TTL %v", ticksDuration(margin), ticksDuration(driftTicks), ttl)
 	}
 	renewEvery := o.RenewEvery.Milliseconds()
 	switch {
 	case o.RenewEvery == 0:
 		renewEvery = max(1, window/3)
 	case o.RenewEvery < time.Millisecond:
-		return invalid("RenewEvery %v is below a millisecond", o.RenewEvery)
+		return settings{}, invalid("RenewEvery %v is below a millisecond", o.RenewEvery)
 	case renewEvery >= window:
-		return invalid("RenewEvery %v is not below the TTL less the margin and the drift allowance (%v): the session would end before it renewed",
+		return settings{}, invalid("RenewEvery %v is not below the TTL less the margin and the drift allowance (%v): the session would end before it renewed",
 			o.RenewEvery, ticksDuration(window))
-	}
-	closeTimeout := o.CloseTimeout
-	switch {
-	case closeTimeout == 0:
-		closeTimeout = DefaultCloseTimeout
-	case closeTimeout < 0:
-		return invalid("CloseTimeout %v is negative", closeTimeout)
-	}
-	clk := o.Clock
-	if clk == nil {
-		clk = clock.Wall{}
-		if driven, ok := lessor.(interface{ Clock() clock.Clock }); ok {
-			clk = driven.Clock()
-		}
-	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	// Retries after a failure back off from a hundredth of the TTL to a
 	// tenth, so that a store that is down is not hammered and one that
 	// comes back is found well before the deadline.
 	minBackoff := max(1, ttl.Milliseconds()/100)
 	return settings{
-		ttl: ttl, margin: marginTicks, drift: driftTicks, lifetime: window,
-		renewEvery: renewEvery,
+		ttl: ttl, margin: margin, drift: driftTicks, lifetime: window, renewEvery: renewEvery,
 		minBackoff: minBackoff, maxBackoff: max(minBackoff, ttl.Milliseconds()/10),
-		clock: clk, log: log, onEvent: o.OnEvent, closeTimeout: closeTimeout,
 	}, nil
+}
+
+// margin is o's margin for a session of ttl, in ticks, rounded up.
+func (o Options) margin(ttl time.Duration) (int64, error) {
+	margin := o.Margin
+	switch {
+	case margin == 0:
+		margin = ttl / 5
+	case margin < 0:
+		return 0, invalid("Margin %v is negative", margin)
+	case margin >= ttl:
+		return 0, invalid("Margin %v is not below TTL %v: the session would end before it began", margin, ttl)
+	}
+	ticks := ceilTicks(margin)
+	if ticks >= ttl.Milliseconds() {
+		return 0, invalid("Margin %v rounds up to the TTL %v", margin, ttl)
+	}
+	return ticks, nil
 }
 
 // ceilTicks is d in milliseconds, rounded up.

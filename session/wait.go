@@ -62,7 +62,7 @@ func start(ctx context.Context, lessor leases.Lessor, resource, holder string, s
 		// what it is: held. Otherwise (released, or run out) wait for
 		// this clock to get there, if the clocks disagree by no more
 		// than the margin allows for.
-		live, ok, herr := lessor.Holder(ctx, resource)
+		live, ok, herr := lessor.Lease(ctx, resource)
 		switch {
 		case herr == nil && ok:
 			return nil, acquireError(resource, &leases.HeldError{Live: live, At: behind.Tick})
@@ -78,8 +78,8 @@ func start(ctx context.Context, lessor leases.Lessor, resource, holder string, s
 // Wait acquires resource for holder as soon as it is free, or returns
 // when ctx ends, with an error matching ctx's. It retries everything that
 // is not the caller's fault: a live lease (it waits until the lease can
-// have expired, or for a change such as a release where the lessor is a
-// [leases.Watcher]), a tick that ran backwards because another caller's
+// have expired, or for a change such as a release, which the lessor's
+// Changed tells of), a tick that ran backwards because another caller's
 // clock is ahead, a failure before commit, an unknown outcome (with a
 // backoff with jitter for failures), and a grant whose answer came back
 // after the session's deadline (the session would have ended before it
@@ -103,7 +103,6 @@ func Wait(ctx context.Context, lessor leases.Lessor, resource, holder string, op
 		return nil, err
 	}
 	w := &waiter{lessor: lessor, resource: resource, holder: holder, set: set}
-	w.watcher, _ = lessor.(leases.Watcher)
 	for {
 		if w.doubt != nil {
 			if err := w.settle(ctx); err != nil {
@@ -120,7 +119,6 @@ func Wait(ctx context.Context, lessor leases.Lessor, resource, holder string, op
 // waiter is one Wait's state between its attempts.
 type waiter struct {
 	lessor           leases.Lessor
-	watcher          leases.Watcher
 	resource, holder string
 	set              settings
 	failures         int // in a row
@@ -172,15 +170,13 @@ func (w *waiter) attempt(ctx context.Context) (s *Session, done bool, err error)
 	// wait is not missed.
 	watch, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
-	var changed <-chan struct{}
-	if w.watcher != nil {
-		c, err := w.watcher.Changed(watch, w.resource)
-		switch {
-		case err == nil:
-			changed = c
-		case !retryable(err):
-			return nil, true, fmt.Errorf("session: watch %q: %w", w.resource, err)
-		}
+	changed, err := w.lessor.Changed(watch, w.resource)
+	switch {
+	case err == nil:
+	case !retryable(err):
+		return nil, true, fmt.Errorf("session: watch %q: %w", w.resource, err)
+	default:
+		changed = nil // the wait falls back on the lease's expiry
 	}
 	s, err = start(ctx, w.lessor, w.resource, w.holder, w.set)
 	if err == nil {

@@ -18,7 +18,6 @@ import (
 	"leases"
 	"leases/clock"
 	"leases/fence"
-	"leases/internal/rules"
 	"leases/internal/sqlitestore"
 )
 
@@ -116,57 +115,32 @@ func (s *Store) Authority() leases.Authority { return s.store.Authority() }
 // a lease expires; a holder's session counts its own deadline on its own
 // monotonic clock. What it assumes: the machine's clock is not stepped
 // forward by more than a session's margin while a lease lives (NTP slews
-// small corrections rather than stepping). It is a [leases.Watcher] too,
-// and a [leases.Lister]: it lists the live leases, on the same clock.
+// small corrections rather than stepping). Its leases' ticks are
+// leases.HostMillis.
 func (s *Store) Lessor() leases.Lessor { return s.store.Lessor(s.now) }
 
-// Receiver returns a receiver backed by this store, fenced or not.
+// Receiver returns a receiver backed by this store, fenced or not: the
+// contract's model, which the evidence runs; a service guards its writes
+// with Tenure.
 func (s *Store) Receiver(mode leases.Mode) leases.Receiver { return s.store.Receiver(mode) }
 
-// Guarded returns the guarded receiver backed by this store: a write is
-// accepted only while the writer's lease is the live one, checked in the
-// write's own transaction.
+// Guarded returns the guarded receiver backed by this store, the
+// contract's model of a write accepted only while the writer's lease is
+// the live one, checked in the write's own transaction; a service uses
+// Tenure.
 func (s *Store) Guarded() leases.GuardedReceiver { return s.store.Guarded() }
 
 // Tx runs fn in a transaction of the store's file and commits it if fn
 // succeeds: a BEGIN IMMEDIATE transaction on the store's one connection,
-// for your own tables kept in the leases file (create them in a Tx of
-// their own first). Its errors are those of every operation: a failure
+// for your own tables kept in the leases file: their schema, and what
+// you read; a write that acts for a lease goes through a Tenure, which
+// checks the lease. Its errors are those of every operation: a failure
 // before commit, nothing committed; or an unknown outcome
 // (leases.ErrOutcomeUnknown), after which the store refuses everything
 // with ErrReopenRequired. A Tx holds the file's write lock from its
 // beginning: keep it short, as every process waits for it.
 func (s *Store) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return s.store.UserTx(ctx, fn)
-}
-
-// Guard closes the gap inside tx, a transaction of Tx: it checks that
-// held is still the live lease on the host's clock (the Lessor's) and
-// admits held's epoch at fences, a fence table in the same file
-// ([fence.Table.Admit]). Accepted: store your rows in tx, and they commit
-// with both the check and the fence. NotLive: the lease ran out, was
-// released, or a newer epoch was granted; do not act. Stale: a newer
-// epoch reached the fence. A transaction of the store holds the file's
-// write lock, so no grant can come between the check and the commit:
-// whatever the pause, nothing of an older holder commits after a newer
-// holder was granted. A held lease whose names or epoch are not valid is
-// refused with [leases.ErrInvalidInput] before any statement runs.
-func (s *Store) Guard(ctx context.Context, tx *sql.Tx, held leases.Lease, fences *fence.Table) (leases.WriteResult, error) {
-	if err := rules.CheckHeld(held, 0); err != nil {
-		return leases.WriteResult{}, err
-	}
-	live, err := s.store.Authority().LiveIn(ctx, tx, held, s.store.Lessor(s.now).Tick())
-	if err != nil {
-		return leases.WriteResult{}, fmt.Errorf("guard %q at epoch %d: %w", held.Resource, held.Epoch, err)
-	}
-	if !live {
-		record, _, err := fences.Read(ctx, tx, held.Resource)
-		if err != nil {
-			return leases.WriteResult{}, err
-		}
-		return leases.WriteResult{Outcome: leases.NotLive, Record: record}, nil
-	}
-	return fences.Admit(ctx, tx, held.Resource, held.Epoch)
 }
 
 // Tenure begins the tenure of lease in the store's file, for your own

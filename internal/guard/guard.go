@@ -45,7 +45,7 @@ type TableOptions struct {
 	// Run classifies each transaction's outcome.
 	Run sqltx.Options
 	// Runner, when set, runs each transaction instead of sqltx.Run on
-	// the tenure's database (the SQLite store runs them on its one
+	// the table's database (the SQLite store runs them on its one
 	// connection, with its own checks).
 	Runner func(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) (commit bool, err error)) error
 	// ResolveOn, when set, gives the database that Resolve reads, and
@@ -59,7 +59,12 @@ type TableOptions struct {
 var (
 	// Tenure begins the tenure of lease with g: a *fence.Tenure.
 	Tenure func(ctx context.Context, lease leases.Lease, g Guard) (any, error)
-	// Table is the guard of the epoch alone on table (a *fence.Table)
-	// in db.
-	Table func(table any, db *sql.DB, o TableOptions) Guard
+	// Table is the guard of the epoch alone on table (a *fence.Table),
+	// in the table's database.
+	Table func(table any, o TableOptions) Guard
+	// Observe and Admit are a *fence.Table's own steps, which a tenure
+	// takes: for the backends' fenced receivers (the contract's model,
+	// whose Fence is an observe) and for the test kits that hold each
+	// step to the receiver rule on both databases.
+	Observe, Admit func(table any, ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error)
 )

@@ -285,3 +285,19 @@ func NotLive(row LeaseRow, found bool, held leases.Lease, now int64) error {
 	return fmt.Errorf("%w (%w): epoch %d of %q expired at tick %d, %d ms before the check",
 		leases.ErrNotLive, leases.ErrLeaseExpired, held.Epoch, held.Resource, row.ExpiresAt, now-row.ExpiresAt)
 }
+
+// Stamp returns a function that marks a lease, and the live lease of a
+// HeldError in its error, with the ticks of the lessor that returned
+// them: Stamp(leases.HostMillis)(l.acquire(...)).
+func Stamp(ticks leases.Ticks) func(leases.Lease, error) (leases.Lease, error) {
+	return func(lease leases.Lease, err error) (leases.Lease, error) {
+		if lease != (leases.Lease{}) {
+			lease.Ticks = ticks
+		}
+		var held *leases.HeldError
+		if errors.As(err, &held) {
+			held.Live.Ticks = ticks
+		}
+		return lease, err
+	}
+}

@@ -127,10 +127,10 @@ func (a *Authority) release(ctx context.Context, held leases.Lease, tick rules.T
 	return nil
 }
 
-// Holder implements [leases.Authority.Holder]. It reads in a transaction
+// Lease implements [leases.Authority.Lease]. It reads in a transaction
 // of its own and, unlike the changing methods, accepts any tick: a query
 // for the past answers from the row as it is now.
-func (a *Authority) Holder(ctx context.Context, resource string, now int64) (lease leases.Lease, live bool, err error) {
+func (a *Authority) Lease(ctx context.Context, resource string, now int64) (lease leases.Lease, live bool, err error) {
 	if err := rules.CheckHolder(resource, now); err != nil {
 		return leases.Lease{}, false, err
 	}
@@ -156,7 +156,7 @@ func (a *Authority) holder(ctx context.Context, resource string, tick rules.Tick
 	return lease, live, nil
 }
 
-// Changed implements [leases.Watcher]. A change made through this store
+// Changed implements [leases.Authority.Changed]. A change made through this store
 // wakes the channel at once. Another process's commit cannot tell this one
 // of itself (SQLite has no notifications between processes), so while a
 // waiter listens the store looks every WatchInterval at PRAGMA

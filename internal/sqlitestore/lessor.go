@@ -19,10 +19,7 @@ type Lessor struct {
 	now  func() int64
 }
 
-var (
-	_ leases.Lessor  = (*Lessor)(nil)
-	_ leases.Watcher = (*Lessor)(nil)
-)
+var _ leases.Lessor = (*Lessor)(nil)
 
 // Lessor returns the store's authority on the clock now (milliseconds
 // since the Unix epoch).
@@ -39,7 +36,7 @@ func (l *Lessor) Acquire(ctx context.Context, resource, holder string, ttl time.
 	if err != nil {
 		return leases.Lease{}, err
 	}
-	return l.auth.acquire(ctx, resource, holder, l.tick, ticks)
+	return rules.Stamp(leases.HostMillis)(l.auth.acquire(ctx, resource, holder, l.tick, ticks))
 }
 
 // Renew implements [leases.Lessor.Renew].
@@ -51,7 +48,7 @@ func (l *Lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration
 	if err != nil {
 		return leases.Lease{}, err
 	}
-	return l.auth.renew(ctx, held, l.tick, ticks)
+	return rules.Stamp(leases.HostMillis)(l.auth.renew(ctx, held, l.tick, ticks))
 }
 
 // Release implements [leases.Lessor.Release].
@@ -62,15 +59,18 @@ func (l *Lessor) Release(ctx context.Context, held leases.Lease) error {
 	return l.auth.release(ctx, held, l.tick)
 }
 
-// Holder implements [leases.Lessor.Holder].
-func (l *Lessor) Holder(ctx context.Context, resource string) (leases.Lease, bool, error) {
+// Lease implements [leases.Lessor.Lease].
+func (l *Lessor) Lease(ctx context.Context, resource string) (leases.Lease, bool, error) {
 	if err := rules.CheckName("resource", resource); err != nil {
 		return leases.Lease{}, false, err
 	}
-	return l.auth.holder(ctx, resource, l.tick)
+	lease, live, err := l.auth.holder(ctx, resource, l.tick)
+	lease, err = rules.Stamp(leases.HostMillis)(lease, err)
+	return lease, live, err
 }
 
-// Changed implements [leases.Watcher], as the store's authority does.
+// Changed implements [leases.Lessor.Changed], as the store's authority
+// does.
 func (l *Lessor) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
 	return l.auth.Changed(ctx, resource)
 }

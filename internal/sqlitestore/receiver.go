@@ -71,8 +71,8 @@ func (r *Receiver) Write(ctx context.Context, resource string, epoch int64, valu
 	return result, nil
 }
 
-// Observe implements [leases.Receiver.Observe].
-func (r *Receiver) Observe(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
+// Fence implements [leases.Receiver.Fence].
+func (r *Receiver) Fence(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
 	if err := rules.CheckObserve(r.mode, resource, epoch); err != nil {
 		return leases.WriteResult{}, err
 	}

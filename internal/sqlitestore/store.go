@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"leases"
+	"leases/fence"
 
 	"modernc.org/sqlite"
 )
@@ -64,9 +65,11 @@ type Store struct {
 	// check is the lease a tenure's transaction must still hold when it
 	// commits, while one is open (see atCommit); vetoed is set by the
 	// commit it refused.
-	check  atomic.Pointer[commitCheck]
-	vetoed atomic.Pointer[commitCheck]
-	sql    *prepared
+	check atomic.Pointer[commitCheck]
+	// tenures is the fence of the store's tenures (see Tenure).
+	tenures *fence.Table
+	vetoed  atomic.Pointer[commitCheck]
+	sql     *prepared
 	// files are the database file, its write-ahead log and its shared
 	// memory index as they were opened; nil in memory. See files.go.
 	files []openedFile
@@ -105,6 +108,9 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	// commit (see atCommit).
 	db := sql.OpenDB(hooked{Connector: connector, store: s})
 	s.db = db
+	if s.tenures, err = fence.New(db, fence.Options{Dialect: fence.SQLite, Table: tenuresTable}); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
 	// One connection per process: database/sql cannot then run a
 	// transaction's statements on two connections, the process holds at
 	// most one SQLite lock at a time, and an in-memory database (which
@@ -152,7 +158,7 @@ func (s *Store) Guarded() *GuardedReceiver {
 func (s *Store) createTables(ctx context.Context) error {
 	// One transaction per table: even the schema never spans the
 	// authority's and a receiver's tables.
-	for _, ddl := range []string{authoritySchema, fencedSchema, unfencedSchema, guardedSchema, tenures.Schema()} {
+	for _, ddl := range []string{authoritySchema, fencedSchema, unfencedSchema, guardedSchema, s.tenures.Schema()} {
 		if err := s.inTransaction(ctx, func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, ddl)
 			return err

@@ -18,17 +18,8 @@ import (
 // tenuresTable is the fence of the store's tenures, in the leases file.
 const tenuresTable = "tenure_fence"
 
-// tenures is that table's fence.
-var tenures = func() *fence.Table {
-	t, err := fence.New(fence.SQLite, tenuresTable)
-	if err != nil {
-		panic(err) // a constant name
-	}
-	return t
-}()
-
 // TenureFence is the fence table of the store's tenures, for tests.
-func TenureFence() *fence.Table { return tenures }
+func (s *Store) TenureFence() *fence.Table { return s.tenures }
 
 // commitCheck is a tenure's lease as its transaction must still hold it
 // at the commit: live until expires on the clock now.
@@ -99,7 +90,7 @@ func (s *Store) refusedAtCommit(err error) error {
 // own transactions there, on the clock now (package leases/sqlite's
 // Store.Tenure documents it).
 func (s *Store) Tenure(ctx context.Context, lease leases.Lease, now func() int64) (*fence.Tenure, error) {
-	base := guard.Table(tenures, s.db, guard.TableOptions{Runner: s.run, ResolveOn: s.fresh})
+	base := guard.Table(s.tenures, guard.TableOptions{Runner: s.run, ResolveOn: s.fresh})
 	t, err := guard.Tenure(ctx, lease, &liveGuard{store: s, base: base, tick: rules.Clock(now), now: now})
 	if err != nil {
 		return nil, err
