@@ -96,14 +96,14 @@ func openExampleStore(ctx context.Context) (store *sqlite.Store, done func()) {
 // A new holder records its epoch at the receiver before it acts: the old
 // holder's late write is then stale even though the new holder has not
 // written yet, and the new holder reads what is there before it writes.
-func ExampleReceiver_Observe() {
+func ExampleReceiver_Fence() {
 	ctx := context.Background()
 	store, done := openExampleStore(ctx)
 	defer done()
 	receiver := store.Receiver(leases.Fenced)
 
 	_, _ = receiver.Write(ctx, "report", 1, "A's report")
-	observed, _ := receiver.Observe(ctx, "report", 2) // B holds epoch 2 now
+	observed, _ := receiver.Fence(ctx, "report", 2) // B holds epoch 2 now
 	late, _ := receiver.Write(ctx, "report", 1, "A's late report")
 	current, _, _ := receiver.Read(ctx, "report")
 	first, _ := receiver.Write(ctx, "report", 2, "B's report")

@@ -3,6 +3,7 @@ package fence_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,10 +14,10 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// A worker stores an invoice and the fence row in one transaction of its
-// own database. Worker A held the lease at epoch 1 and paused; worker B
-// got epoch 2 and wrote. A's late transaction is stale: A rolls it back,
-// and its invoice never exists.
+// A worker stores invoices in its own database, each transaction through
+// its tenure. Worker A held the lease at epoch 1 and paused; worker B got
+// epoch 2 and began its tenure. A's late transaction is refused, before
+// it runs: its invoice never exists.
 func Example() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "fence-example-")
@@ -33,39 +34,39 @@ func Example() {
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 
-	table, err := fence.New(fence.SQLite, fence.DefaultTable)
-	if err != nil {
-		panic(err)
+	fences, err := fence.New(db, fence.Options{Dialect: fence.SQLite})
+	if err == nil {
+		err = fences.Create(ctx) // once, at setup
 	}
-	if err := table.Create(ctx, db); err != nil { // once, at setup
+	if err != nil {
 		panic(err)
 	}
 	if _, err := db.ExecContext(ctx, `CREATE TABLE invoices (id INTEGER PRIMARY KEY, customer TEXT, amount INTEGER)`); err != nil {
 		panic(err)
 	}
-
-	// issue is a worker's transaction: the fence first, the invoice only
-	// if the fence accepted, both committed together.
-	issue := func(epoch int64, id int, customer string, amount int) (leases.Outcome, error) {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return "", err
-		}
-		defer tx.Rollback() // a no-op after Commit
-		result, err := table.Write(ctx, tx, "invoices", epoch, fmt.Sprintf("invoice %d", id))
-		if err != nil || result.Outcome != leases.Accepted {
-			return result.Outcome, err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO invoices VALUES (?, ?, ?)`, id, customer, amount); err != nil {
-			return "", err
-		}
-		return result.Outcome, tx.Commit()
+	// The leases, as a lessor granted them (the fence looks at the
+	// resource and the epoch).
+	a := leases.Lease{Resource: "invoices", Holder: "A", Epoch: 1}
+	b := leases.Lease{Resource: "invoices", Holder: "B", Epoch: 2}
+	issue := func(tenure *fence.Tenure, id int, amount int) error {
+		return tenure.Tx(ctx, nil, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO invoices VALUES (?, 'ACME', ?)`, id, amount)
+			return err
+		})
 	}
 
-	fromB, errB := issue(2, 17, "ACME", 100)
-	fromA, errA := issue(1, 17, "ACME", 90) // A wakes up, still thinking it holds the lease
-	fmt.Println("B:", fromB, errB)
-	fmt.Println("A:", fromA, errA)
+	tenureA, err := fences.Tenure(ctx, a)
+	if err != nil {
+		panic(err)
+	}
+	tenureB, err := fences.Tenure(ctx, b) // B was granted epoch 2, and begins
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("B:", issue(tenureB, 17, 100))
+	errA := issue(tenureA, 17, 90) // A wakes up, still thinking it holds the lease
+	fmt.Println("A refused:", errors.Is(errA, leases.ErrStale), leases.IsRefusal(errA))
+	fmt.Println(errA)
 
 	var amount int
 	if err := db.QueryRowContext(ctx, `SELECT amount FROM invoices WHERE id = 17`).Scan(&amount); err != nil {
@@ -73,7 +74,8 @@ func Example() {
 	}
 	fmt.Println("invoice 17:", amount)
 	// Output:
-	// B: accepted <nil>
-	// A: stale <nil>
+	// B: <nil>
+	// A refused: true true
+	// fence: transaction of epoch 1 on "invoices": stale: superseded by epoch 2 (this tenure's epoch is 1)
 	// invoice 17: 100
 }

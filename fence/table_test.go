@@ -20,7 +20,7 @@ func TestNewRefusesAllButPlainNames(t *testing.T) {
 		{fence.PostgreSQL, "_fence2", true},
 		{fence.PostgreSQL, strings.Repeat("f", 63), true},
 		{fence.PostgreSQL, strings.Repeat("f", 64), false}, // PostgreSQL would truncate it
-		{fence.SQLite, "", false},
+		{fence.SQLite, "", true}, // the zero value: DefaultTable
 		{fence.SQLite, "Fence", false}, // PostgreSQL folds unquoted names to lower case
 		{fence.SQLite, "2fence", false},
 		{fence.SQLite, "sqlite_fence", false},
@@ -40,16 +40,23 @@ func TestNewRefusesAllButPlainNames(t *testing.T) {
 		{fence.SQLite, "0fence", false},
 		{fence.SQLite, "9fence", false},
 		{fence.SQLite, "_9fence", true},
-		{fence.Dialect(0), fence.DefaultTable, false},
+		{fence.Dialect(0), fence.DefaultTable, true}, // the zero value: SQLite
 		{fence.Dialect(3), fence.DefaultTable, false},
 	} {
 		t.Run(c.dialect.String()+" "+c.name, func(t *testing.T) {
-			table, err := fence.New(c.dialect, c.name)
+			table, err := fence.New(nil, fence.Options{Dialect: c.dialect, Table: c.name})
+			wantName, wantDialect := c.name, c.dialect
+			if wantName == "" {
+				wantName = fence.DefaultTable
+			}
+			if wantDialect == 0 {
+				wantDialect = fence.SQLite
+			}
 			switch {
 			case c.ok && err != nil:
 				t.Fatalf("refused: %v", err)
-			case c.ok && (table.Name() != c.name || table.Dialect() != c.dialect):
-				t.Fatalf("table %q in %v, want %q in %v", table.Name(), table.Dialect(), c.name, c.dialect)
+			case c.ok && (table.Name() != wantName || table.Dialect() != wantDialect):
+				t.Fatalf("table %q in %v, want %q in %v", table.Name(), table.Dialect(), wantName, wantDialect)
 			case !c.ok && !errors.Is(err, leases.ErrInvalidInput):
 				t.Fatalf("got %v, want %v", err, leases.ErrInvalidInput)
 			case !c.ok && strings.Contains(err.Error(), "\n"):

@@ -158,9 +158,9 @@ func Example_countRefusal() {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	fences, err := fence.New(fence.SQLite, fence.DefaultTable)
+	fences, err := fence.New(db, fence.Options{Dialect: fence.SQLite})
 	if err == nil {
-		err = fences.Create(ctx, db)
+		err = fences.Create(ctx)
 	}
 	if err == nil {
 		_, err = db.ExecContext(ctx, `CREATE TABLE invoice_lines (job TEXT, line TEXT, epoch INTEGER)`)
@@ -177,7 +177,7 @@ func Example_countRefusal() {
 	}
 	var tenures []*fence.Tenure
 	for epoch := range int64(2) {
-		tenure, err := fences.Tenure(ctx, db, leases.Lease{Resource: "invoices", Holder: fmt.Sprint("worker-", epoch+1),
+		tenure, err := fences.Tenure(ctx, leases.Lease{Resource: "invoices", Holder: fmt.Sprint("worker-", epoch+1),
 			Epoch: epoch + 1, ExpiresAt: 1})
 		if err != nil {
 			fmt.Println(err)
@@ -186,7 +186,7 @@ func Example_countRefusal() {
 		tenures = append(tenures, tenure)
 	}
 	fmt.Println("worker-2:", write(ctx, m, tenures[1], "job-7", "hours"))
-	fmt.Println("worker-1 superseded:", errors.Is(write(ctx, m, tenures[0], "job-7", "travel"), fence.ErrSuperseded))
+	fmt.Println("worker-1 superseded:", errors.Is(write(ctx, m, tenures[0], "job-7", "travel"), leases.ErrStale))
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
 		fmt.Println(err)

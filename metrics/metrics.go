@@ -48,7 +48,6 @@ import (
 
 	"leases"
 	"leases/clock"
-	"leases/fence"
 	"leases/session"
 )
 
@@ -198,7 +197,7 @@ func (m *Metrics) Wait(ctx context.Context, lessor leases.Lessor, resource, hold
 // CountRefusal counts err in leases.fence.refusals if it is a refusal of
 // the fence or of a store's guard, and reports whether it was: an error
 // of fence.Tenure.Tx (or of beginning a tenure) that matches
-// fence.ErrSuperseded (kind superseded) or leases.ErrNotLive (kind
+// leases.ErrStale (kind superseded) or leases.ErrNotLive (kind
 // not_live). Any other error (nil, a failure, the session's end, fn's own
 // error) is not counted.
 func (m *Metrics) CountRefusal(ctx context.Context, resource string, err error) bool {
@@ -206,7 +205,7 @@ func (m *Metrics) CountRefusal(ctx context.Context, resource string, err error) 
 	switch {
 	case errors.Is(err, leases.ErrNotLive):
 		kind = "not_live"
-	case errors.Is(err, fence.ErrSuperseded):
+	case errors.Is(err, leases.ErrStale):
 		kind = "superseded"
 	default:
 		return false

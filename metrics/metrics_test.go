@@ -181,8 +181,8 @@ func (b *bench) waits() {
 		!strings.Contains(read, "leases.wait.active [{wait}] {leases.resource=w} 1") {
 		t.Errorf("while A holds and B waits:\n%s", read)
 	}
-	db, fences := b.fenceTable()
-	tenureA, err := fences.Tenure(b.Ctx, db, a.Lease())
+	_, fences := b.fenceTable()
+	tenureA, err := fences.Tenure(b.Ctx, a.Lease())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func (b *bench) waits() {
 	if bs == nil {
 		t.Fatal("B was not granted")
 	}
-	if _, err := fences.Tenure(b.Ctx, db, bs.Lease()); err != nil {
+	if _, err := fences.Tenure(b.Ctx, bs.Lease()); err != nil {
 		t.Fatal(err)
 	}
 	err = tenureA.Tx(b.Ctx, nil, func(*sql.Tx) error { return nil })
@@ -226,9 +226,9 @@ func (b *bench) fenceTable() (*sql.DB, *fence.Table) {
 	}
 	b.t.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(1)
-	fences, err := fence.New(fence.SQLite, fence.DefaultTable)
+	fences, err := fence.New(db, fence.Options{Dialect: fence.SQLite})
 	if err == nil {
-		err = fences.Create(b.Ctx, db)
+		err = fences.Create(b.Ctx)
 	}
 	if err != nil {
 		b.t.Fatal(err)
@@ -314,7 +314,7 @@ func TestCountRefusalCountsOnlyRefusals(t *testing.T) {
 		want string
 	}{
 		{"nil", nil, ""},
-		{"superseded", fmt.Errorf("fence: transaction of epoch 1 on %q: %w", "r", fence.ErrSuperseded), "superseded"},
+		{"superseded", fmt.Errorf("fence: transaction of epoch 1 on %q: %w", "r", leases.ErrStale), "superseded"},
 		{"not live", fmt.Errorf("%w: %w", leases.ErrNotLive, leases.ErrLeaseExpired), "not_live"},
 		{"not live, superseded", fmt.Errorf("%w: %w", leases.ErrNotLive, leases.ErrNotHolder), "not_live"},
 		{"the session's end", fmt.Errorf("%w: %w", context.Canceled, ended), ""},

@@ -134,7 +134,7 @@ func benchmarkGuardedTransaction(b *testing.B, db fencetest.DB) {
 	for b.Loop() {
 		floorTime += timed(b, func() error {
 			return commit(ctx, db.DB, func(tx *sql.Tx) error {
-				if err := admitted(fences.Admit(ctx, tx, resource, lease.Epoch)); err != nil {
+				if err := admitted(fencetest.Fence{Table: fences}.Admit(ctx, tx, resource, lease.Epoch)); err != nil {
 					return err
 				}
 				return row(tx)

@@ -101,7 +101,7 @@ func TestConcurrentHolders(t *testing.T) {
 						t.Fatalf("%s: %+v granted at %d, while epoch %d was live until %d", r, l, l.GrantedAt, got[i-1].Epoch, ends[r][got[i-1].Epoch])
 					}
 				}
-				if holder, _, err := store.Authority().Holder(ctx, r, clock.Load()); err != nil {
+				if holder, _, err := store.Authority().Lease(ctx, r, clock.Load()); err != nil {
 					t.Fatal(err)
 				} else if last := got[len(got)-1]; holder.Epoch != 0 && holder.Epoch != last.Epoch {
 					t.Fatalf("%s: the row's live lease %+v is not the last granted %+v", r, holder, last)

@@ -128,7 +128,7 @@ func TestAServerClockSteppedBackRunsNoTickBackwards(t *testing.T) {
 	set("-10")
 	for serverClock(t, db) >= a.GrantedAt { // until the server reads the step
 	}
-	if live, ok, err := l.Holder(ctx, "r"); err != nil || !ok || live != a {
+	if live, ok, err := l.Lease(ctx, "r"); err != nil || !ok || live != a {
 		t.Fatalf("holder after the step back: %+v, %v, %v; want A's lease", live, ok, err)
 	}
 	var held *leases.HeldError

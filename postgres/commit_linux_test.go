@@ -117,7 +117,7 @@ func cutOffCommit(t *testing.T, db fencetest.DB, table *fence.Table, resource st
 	holder.SetMaxOpenConns(1)
 	t.Cleanup(func() { _ = holder.Close() })
 
-	tenure, err := table.Tenure(ctx, holder, fencetest.Lease(resource, 1))
+	tenure, err := fencetest.On(t, holder, table).Tenure(ctx, fencetest.Lease(resource, 1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func work(ctx context.Context, store *postgres.Store, job, worker string) error 
 					return err
 				})
 				if err != nil {
-					return err // leases.ErrNotLive, fence.ErrSuperseded, the session's end, or a failure
+					return err // leases.ErrNotLive, leases.ErrStale, the session's end, or a failure
 				}
 			}
 			return nil

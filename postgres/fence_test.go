@@ -46,7 +46,7 @@ func TestConcurrentWritersReadCommitted(t *testing.T) {
 func TestConcurrentWritersSerializable(t *testing.T) {
 	failed := fencetest.Concurrent(t, fencetest.Load{
 		DBs: writers(t, 8), Table: "fence_serializable", Transactions: 50, Isolation: sql.LevelSerializable,
-		ReadFirst: true, Prepared: true, Expected: isSerializationFailure,
+		ReadFirst: true, Expected: isSerializationFailure,
 	})
 	t.Logf("%d transactions failed with a serialization failure", failed)
 }

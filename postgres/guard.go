@@ -23,7 +23,7 @@ import (
 // way, commits nothing after its lease's expiry. Begin it right after the
 // lease was granted, with the session's context; pass that context to
 // every Tx. It returns an error matching leases.ErrNotLive when lease is
-// not live, and fence.ErrSuperseded when a newer epoch reached the fence
+// not live, and leases.ErrStale when a newer epoch reached the fence
 // first. Your transactions must run on the store's *sql.DB (the tenure
 // begins them there).
 //
@@ -34,7 +34,7 @@ import (
 //     is the resource's and has not expired at that time;
 //  2. admits the transaction at the store's fence table (the fence rises
 //     to the lease's epoch, or is at it, and its row is locked until the
-//     transaction ends), or refuses with fence.ErrSuperseded;
+//     transaction ends), or refuses with leases.ErrStale;
 //  3. runs your function, then sends COMMIT; at the COMMIT a deferred
 //     constraint trigger on the fence table reads the lease's row and
 //     the server's clock again, and aborts the commit unless the lease is

@@ -114,7 +114,7 @@ func TestTenureOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused(tenureC, fence.ErrSuperseded)
+	refused(tenureC, leases.ErrStale)
 
 	bad := c
 	bad.Epoch = 0

@@ -58,7 +58,7 @@ func TestTheLessorDecidesOnTheServersClock(t *testing.T) {
 	if _, err := l.Acquire(ctx, "r", "B", time.Second); !errors.As(err, &held) || held.Live != a || held.At < a.GrantedAt || held.At >= a.ExpiresAt {
 		t.Fatalf("acquire while A holds: %v; want a HeldError with A's lease at a tick before its expiry", err)
 	}
-	if live, ok, err := l.Holder(ctx, "r"); err != nil || !ok || live != a {
+	if live, ok, err := l.Lease(ctx, "r"); err != nil || !ok || live != a {
 		t.Fatalf("holder: %+v, %v, %v; want A's lease", live, ok, err)
 	}
 	renewed, err := l.Renew(ctx, a, 2*time.Second)
@@ -66,7 +66,7 @@ func TestTheLessorDecidesOnTheServersClock(t *testing.T) {
 		t.Fatalf("renew: %+v, %v; want epoch 1 for two seconds from the renewal", renewed, err)
 	}
 	awaitServerClock(t, db, renewed.ExpiresAt)
-	if _, ok, err := l.Holder(ctx, "r"); err != nil || ok {
+	if _, ok, err := l.Lease(ctx, "r"); err != nil || ok {
 		t.Fatalf("holder after the expiry: live %v, %v", ok, err)
 	}
 	if _, err := l.Renew(ctx, renewed, time.Second); !errors.Is(err, leases.ErrLeaseExpired) {
@@ -146,7 +146,7 @@ func TestSessionOnTheServersClock(t *testing.T) {
 	ctx := fencetest.Context(t)
 	s := newStore(t, database(t, 0).DB, postgres.Options{WatchInterval: time.Millisecond})
 	holderSide := s.Lessor()
-	waiterSide := &refusals{ServerClock: sameStore(t, s, database(t, 0).DB, postgres.Options{WatchInterval: time.Millisecond}).Lessor(),
+	waiterSide := &refusals{Lessor: sameStore(t, s, database(t, 0).DB, postgres.Options{WatchInterval: time.Millisecond}).Lessor(),
 		refused: make(chan struct{}, 1)}
 	// Without the watch B would be granted at the expiry, 5 s on.
 	opts := session.Options{TTL: 5 * time.Second}
@@ -186,7 +186,7 @@ func TestSessionOnTheServersClock(t *testing.T) {
 	if err := b.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := waiterSide.Holder(ctx, "r"); err != nil || ok {
+	if _, ok, err := waiterSide.Lease(ctx, "r"); err != nil || ok {
 		t.Fatalf("holder after B's Close: live %v, %v", ok, err)
 	}
 }
@@ -194,12 +194,12 @@ func TestSessionOnTheServersClock(t *testing.T) {
 // refusals is a lessor that says when an acquire was refused: a waiter is
 // then waiting.
 type refusals struct {
-	*postgres.ServerClock
+	leases.Lessor
 	refused chan struct{}
 }
 
 func (r *refusals) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
-	lease, err := r.ServerClock.Acquire(ctx, resource, holder, ttl)
+	lease, err := r.Lessor.Acquire(ctx, resource, holder, ttl)
 	if errors.Is(err, leases.ErrLeaseHeld) {
 		select {
 		case r.refused <- struct{}{}:
@@ -248,7 +248,7 @@ func TestAReleaseWaitsForAFirstAcquireStillCommitting(t *testing.T) {
 	if err := <-released; err != nil {
 		t.Fatalf("the release of the lease the first acquire granted: %v", err)
 	}
-	if lease, live, err := store.Lessor().Holder(ctx, "first"); err != nil || live {
+	if lease, live, err := store.Lessor().Lease(ctx, "first"); err != nil || live {
 		t.Fatalf("after the release: %+v live %v, %v; want nothing live", lease, live, err)
 	}
 }

@@ -24,7 +24,7 @@ const listTemplate = `SELECT clock.now, lease.resource, lease.epoch, lease.holde
 		ON lease.holder IS NOT NULL AND lease.expires_at > clock.now
 		AND ($1::text[] IS NULL OR lease.resource = ANY ($1::text[]))`
 
-// Live implements [leases.Lister] with one statement that takes no lock,
+// Live implements [leases.Lessor.Live] with one statement that takes no lock,
 // as Holder does: the server's clock, read once, and the rows of the
 // named resources (or all) that hold a lease expiring after it, each
 // decided live by package rules at the later of that tick and the row's

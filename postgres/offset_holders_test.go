@@ -166,5 +166,5 @@ func (stopped) Renew(context.Context, leases.Lease, time.Duration) (leases.Lease
 func (stopped) Release(context.Context, leases.Lease) error { return errStopped }
 
 func (s stopped) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
-	return s.Lessor.(leases.Watcher).Changed(ctx, resource)
+	return s.Lessor.Changed(ctx, resource)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"leases"
 	"leases/fence"
 	"leases/postgres/pgtest"
 	"leases/testkit/fencetest"
@@ -32,7 +33,7 @@ func TestPausedHoldersTransactionIsBoundedByTheIdleTimeout(t *testing.T) {
 			table := fencetest.Setup(t, db, "fence_paused")
 			resource := t.Name()
 			paused := pausedHandle(t, server)
-			old, err := table.Tenure(ctx, paused, fencetest.Lease(resource, 1))
+			old, err := fencetest.On(t, paused, table).Tenure(ctx, fencetest.Lease(resource, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +50,7 @@ func TestPausedHoldersTransactionIsBoundedByTheIdleTimeout(t *testing.T) {
 			<-p.inside
 			newTenure := make(chan error, 1)
 			go func() {
-				_, err := table.Tenure(ctx, db.DB, fencetest.Lease(resource, 2))
+				_, err := table.Tenure(ctx, fencetest.Lease(resource, 2))
 				newTenure <- err
 			}()
 			awaitLockWait(t, db.DB) // the new holder's observe waits for the fence row
@@ -84,8 +85,8 @@ func TestPausedHoldersTransactionIsBoundedByTheIdleTimeout(t *testing.T) {
 				if rows := fencetest.BusinessRows(t, db, table, resource); !slices.Equal(rows, []string{fencetest.Row(1, "late")}) {
 					t.Fatalf("rows %q; want the old tenure's row, committed before the new tenure began", rows)
 				}
-				if err := old.Tx(ctx, nil, func(*sql.Tx) error { return nil }); !errors.Is(err, fence.ErrSuperseded) {
-					t.Fatalf("the old tenure after the new one began: %v; want ErrSuperseded", err)
+				if err := old.Tx(ctx, nil, func(*sql.Tx) error { return nil }); !errors.Is(err, leases.ErrStale) {
+					t.Fatalf("the old tenure after the new one began: %v; want ErrStale", err)
 				}
 			}
 			if record, _ := fencetest.Committed(t, db, table, resource); record.Epoch != 2 {

@@ -160,7 +160,7 @@ func TestDriftAllowanceCoversAFastAuthorityClock(t *testing.T) {
 				if a.Check() != nil {
 					break
 				}
-				if _, live, err := store.Lessor().Holder(ctx, "r"); err != nil || !live {
+				if _, live, err := store.Lessor().Lease(ctx, "r"); err != nil || !live {
 					overlapped = true // the authority could grant it while A still believes
 					break
 				}

@@ -18,11 +18,12 @@ import (
 )
 
 // work does one job under its lease, the way a service should: it waits
-// for the job's lease, begins its tenure in the service's own database (so
-// that no transaction of an older holder commits from then on), and writes
-// the job's rows in transactions that the fence admits only while this
-// holder's epoch is the newest, under a context that ends when the lease
-// may be lost. Every error is returned: none is dropped.
+// for the job's lease, begins its tenure with the guard of the service's
+// own database (so that no transaction of an older holder commits from
+// then on), and writes the job's rows in transactions that the guard
+// admits only while this holder's epoch is the newest (and, with a
+// store's guard, only while its lease is live), under a context that ends
+// when the lease may be lost. Every error is returned: none is dropped.
 //
 // Its imports:
 //
@@ -35,10 +36,10 @@ import (
 //		"leases/fence"
 //		"leases/session"
 //	)
-func work(ctx context.Context, lessor leases.Lessor, db *sql.DB, fences *fence.Table, job, worker string) error {
+func work(ctx context.Context, lessor leases.Lessor, guard fence.Guard, job, worker string) error {
 	return session.Do(ctx, lessor, job, worker, session.Options{TTL: 10 * time.Second},
 		func(ctx context.Context, s *session.Session) error {
-			tenure, err := fences.Tenure(ctx, db, s.Lease())
+			tenure, err := guard.Tenure(ctx, s.Lease())
 			if err != nil {
 				return err // superseded already, or the database failed
 			}
@@ -50,7 +51,7 @@ func work(ctx context.Context, lessor leases.Lessor, db *sql.DB, fences *fence.T
 					return err
 				})
 				if err != nil {
-					return err // ErrSuperseded, the session's end, or a failure: see docs/service.md
+					return err // leases.ErrStale, the session's end, or a failure: see docs/service.md
 				}
 			}
 			return nil
@@ -86,9 +87,9 @@ func open(ctx context.Context, dir string) (leases.Lessor, *sql.DB, *fence.Table
 		return nil, nil, nil, nil, errors.Join(err, store.Close())
 	}
 	db.SetMaxOpenConns(1)
-	fences, err := fence.New(fence.SQLite, fence.DefaultTable)
+	fences, err := fence.New(db, fence.Options{Dialect: fence.SQLite})
 	if err == nil {
-		err = fences.Create(ctx, db) // once, at setup
+		err = fences.Create(ctx) // once, at setup
 	}
 	if err != nil {
 		return nil, nil, nil, nil, errors.Join(err, db.Close(), store.Close())
@@ -118,7 +119,7 @@ func Example_worker() {
 		return
 	}
 	for _, worker := range []string{"worker-1", "worker-2"} {
-		if err := work(ctx, lessor, db, fences, "invoice-7", worker); err != nil {
+		if err := work(ctx, lessor, fences, "invoice-7", worker); err != nil {
 			fmt.Println(err)
 			return
 		}

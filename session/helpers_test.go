@@ -24,7 +24,7 @@ type bench struct {
 	store  *sqlite.Store
 	auth   leases.Authority
 	clk    *clock.Manual
-	lessor *clock.CallerClock
+	lessor leases.Lessor
 }
 
 func newBench(t *testing.T) *bench {

@@ -142,7 +142,7 @@ func TestAnUnknownOutcomeIsNeverDropped(t *testing.T) {
 				case ran:
 					t.Fatalf("%s ran its work with no lease", c.name)
 				}
-				_, live, err := b.auth.Holder(b.ctx, "r", 0)
+				_, live, err := b.auth.Lease(b.ctx, "r", 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -219,7 +219,7 @@ func TestWaitNeverDropsALateGrantItCouldNotRelease(t *testing.T) {
 				unknown.Lease.Epoch != 1 || unknown.Lease.GrantedAt != 0 || unknown.ReleaseErr == nil {
 				t.Fatalf("Wait: %v; want an *OutcomeError naming epoch 1, not released, and the context's end", err)
 			}
-			if _, live, err := b.auth.Holder(b.ctx, "r", 9); err != nil || !live {
+			if _, live, err := b.auth.Lease(b.ctx, "r", 9); err != nil || !live {
 				t.Fatalf("the late grant at tick 9: live %v, %v; the error says it may be held", live, err)
 			}
 			if n := len(lessor.releases); n < 3 {

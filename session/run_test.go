@@ -23,7 +23,7 @@ func TestDoRunsUnderTheLeaseAndReleases(t *testing.T) {
 		opts := opts
 		opts.Clock = b.clk
 		err := session.Do(b.ctx, b.lessor, "r", "A", opts, func(ctx context.Context, s *session.Session) error {
-			if held, live, err := b.auth.Holder(ctx, "r", 0); err != nil || !live || held != s.Lease() {
+			if held, live, err := b.auth.Lease(ctx, "r", 0); err != nil || !live || held != s.Lease() {
 				t.Errorf("under Do the authority has %+v, live %v, %v; want the session's lease", held, live, err)
 			}
 			return nil
@@ -31,7 +31,7 @@ func TestDoRunsUnderTheLeaseAndReleases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, live, _ := b.auth.Holder(b.ctx, "r", 0); live {
+		if _, live, _ := b.auth.Lease(b.ctx, "r", 0); live {
 			t.Fatal("the lease is still held after Do returned")
 		}
 	})
@@ -99,7 +99,7 @@ func TestLeadLeadsAgainAfterALoss(t *testing.T) {
 	if err := <-ended; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Lead returned %v; want context.Canceled", err)
 	}
-	if _, live, _ := b.auth.Holder(b.ctx, "r", 3); live {
+	if _, live, _ := b.auth.Lease(b.ctx, "r", 3); live {
 		t.Fatal("the lease is still held after Lead returned")
 	}
 }

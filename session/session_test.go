@@ -57,7 +57,7 @@ func TestOptionsAreChecked(t *testing.T) {
 			if !errors.Is(err, leases.ErrInvalidInput) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("got %v; want one line matching ErrInvalidInput", err)
 			}
-			if _, live, _ := b.auth.Holder(b.ctx, "r", 0); live {
+			if _, live, _ := b.auth.Lease(b.ctx, "r", 0); live {
 				t.Fatal("the lease was acquired anyway")
 			}
 		})
@@ -335,7 +335,7 @@ func TestCloseAlwaysTries(t *testing.T) {
 		if err := s.Close(done); err != nil {
 			t.Fatal(err)
 		}
-		if held, live, err := b.auth.Holder(b.ctx, "r", 0); err != nil || live {
+		if held, live, err := b.auth.Lease(b.ctx, "r", 0); err != nil || live {
 			t.Fatalf("after Close with a done context the lease is %+v, live %v, %v; want released", held, live, err)
 		}
 		if err := s.Close(b.ctx); err != nil {
@@ -363,7 +363,7 @@ func TestCloseAlwaysTries(t *testing.T) {
 		if err := s.Close(b.ctx); err != nil {
 			t.Fatalf("Close after the lease went to B: %v", err)
 		}
-		if held, _, _ := b.auth.Holder(b.ctx, "r", 10); held.Holder != "B" {
+		if held, _, _ := b.auth.Lease(b.ctx, "r", 10); held.Holder != "B" {
 			t.Fatalf("B's lease was touched: %+v", held)
 		}
 	})

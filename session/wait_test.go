@@ -296,7 +296,7 @@ func TestWaitReturnsOnlyALiveSession(t *testing.T) {
 		t.Fatalf("Wait returned epoch %d granted at tick %d, checking %v; want a live session, epoch 2 granted at tick 9",
 			r.s.Epoch(), r.s.Lease().GrantedAt, err)
 	}
-	if _, live, err := b.auth.Holder(b.ctx, "r", 9); err != nil || !live {
+	if _, live, err := b.auth.Lease(b.ctx, "r", 9); err != nil || !live {
 		t.Fatalf("the holder at tick 9: live %v, %v", live, err)
 	}
 }

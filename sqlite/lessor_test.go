@@ -39,7 +39,7 @@ func TestLessorDecidesOnTheHostsClock(t *testing.T) {
 	if err != nil || renewed.ExpiresAt != 1_150 {
 		t.Fatalf("renew at 1050: %+v, %v; want expiry 1150", renewed, err)
 	}
-	if live, ok, err := b.Holder(ctx, "r"); err != nil || !ok || live != renewed {
+	if live, ok, err := b.Lease(ctx, "r"); err != nil || !ok || live != renewed {
 		t.Fatalf("holder on the clock behind: %+v, %v, %v; want A's renewed lease", live, ok, err)
 	}
 	if err := host.Advance(1_150); err != nil {

@@ -22,7 +22,7 @@ func TestLessorListsTheLiveLeases(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if _, now, err := lessor.(leases.Lister).Live(testctx.Context(t)); err != nil || now != host.Now() {
+	if _, now, err := lessor.Live(testctx.Context(t)); err != nil || now != host.Now() {
 		t.Fatalf("the listing's tick: %d, %v; want the clock's, %d", now, err, host.Now())
 	}
 }
@@ -37,7 +37,7 @@ func TestLessorListsOnAClockBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	behind := lessorOn(t, path, clock.NewManual(500)).(leases.Lister)
+	behind := lessorOn(t, path, clock.NewManual(500))
 	if live, now, err := behind.Live(ctx, "a"); err != nil || now != 500 || !slices.Equal(live, []leases.Lease{a}) {
 		t.Fatalf("on a clock behind: %+v at %d, %v; want a, read at 500", live, now, err)
 	}

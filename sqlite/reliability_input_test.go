@@ -5,14 +5,12 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"leases"
-	"leases/fence"
 	"leases/testkit/contract"
 	"leases/testkit/sqlitetest"
 	"leases/testkit/testctx"
@@ -46,9 +44,9 @@ func TestInvalidInputIsRefusedAndChangesNothing(t *testing.T) {
 		bad("write: NUL in value", s.Write(fenced, "r", 2, "x\x00y")),
 		bad("write: invalid UTF-8 value", s.Write(fenced, "r", 2, "\xff")),
 		bad("unfenced write: NUL in resource", s.Write(unfenced, "r\x00", 2, "x")),
-		bad("observe: epoch 0", s.Observe(fenced, "r", 0)),
-		bad("observe: empty resource", s.Observe(fenced, "", 2)),
-		bad("observe: an unfenced receiver", s.Observe(unfenced, "r", 2)),
+		bad("observe: epoch 0", s.Fence(fenced, "r", 0)),
+		bad("observe: empty resource", s.Fence(fenced, "", 2)),
+		bad("observe: an unfenced receiver", s.Fence(unfenced, "r", 2)),
 		bad("read: empty resource", s.Read("")),
 		bad("read: resource 257 bytes", s.Read(long)),
 		bad("holder: NUL in resource", s.Holder("r\x00", 6)),
@@ -99,7 +97,7 @@ func TestHostileButValidInputIsStoredVerbatim(t *testing.T) {
 }
 
 // The one rule for names holds at the Lessor, its listing and its watch,
-// and at the guard in the user's transaction: each bad name is refused
+// and at the store's tenure: each bad name is refused
 // with ErrInvalidInput and no row of the file changes.
 func TestBadNamesAreRefusedAndChangeNothing(t *testing.T) {
 	ctx := testctx.Context(t)
@@ -108,13 +106,6 @@ func TestBadNamesAreRefusedAndChangeNothing(t *testing.T) {
 	state := func(t *testing.T) string { return sqlitetest.Dump(t, path) }
 	t.Run("lessor", func(t *testing.T) { contract.LessorRefusesBadNames(t, store.Lessor(), state) })
 
-	fences, err := fence.New(fence.SQLite, fence.DefaultTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Tx(ctx, func(tx *sql.Tx) error { return fences.Create(ctx, tx) }); err != nil {
-		t.Fatal(err)
-	}
 	held, err := store.Lessor().Acquire(ctx, "guarded", "G", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -130,11 +121,9 @@ func TestBadNamesAreRefusedAndChangeNothing(t *testing.T) {
 		} {
 			lease := held
 			change.set(&lease)
-			calls = append(calls, bad("guard: "+change.what+": "+name.Why, func() error {
-				return store.Tx(ctx, func(tx *sql.Tx) error {
-					_, err := store.Guard(ctx, tx, lease, fences)
-					return err
-				})
+			calls = append(calls, bad("tenure: "+change.what+": "+name.Why, func() error {
+				_, err := store.Tenure(ctx, lease)
+				return err
 			}))
 		}
 	}

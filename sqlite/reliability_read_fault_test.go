@@ -55,7 +55,7 @@ func TestFailedReadIsNotNotFound(t *testing.T) {
 			func(t *testing.T, _ leases.Authority, fenced leases.Receiver, _ leases.Lease) {
 				contract.MustWrite(t, fenced, "r", 5, "v5")
 			},
-			func(ctx context.Context, w *worker.Worker) error { _, err := w.Observe(ctx, "r", 3); return err },
+			func(ctx context.Context, w *worker.Worker) error { _, err := w.Fence(ctx, "r", 3); return err },
 			"read record"},
 	}
 	for _, tc := range cases {

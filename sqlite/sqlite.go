@@ -154,7 +154,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // transaction holds the file's write lock from its beginning, so no grant
 // can come between the checks and the commit. It returns an error
 // matching leases.ErrNotLive when lease is not live, and
-// fence.ErrSuperseded when a newer epoch reached the fence first. Begin
+// leases.ErrStale when a newer epoch reached the fence first. Begin
 // it right after the lease was granted, with the session's context, and
 // pass that context to every Tx.
 //

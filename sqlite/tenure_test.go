@@ -184,3 +184,65 @@ func TestCommitAfterTheExpiryCommitsNothing(t *testing.T) {
 		t.Fatalf("the next acquire through the same store: %v", err)
 	}
 }
+
+// A holder paused inside its transaction, past its lease's expiry, holds
+// the file's write lock: the next grant waits for it, and its COMMIT, when
+// it comes, is refused by the check at the commit. Nothing of the paused
+// holder commits after its expiry, the next holder is granted only after
+// the paused transaction ended, and the business rows' epochs never go
+// down in commit order.
+func TestPausedHolderInTheLeasesFile(t *testing.T) {
+	f := openTenureFile(t)
+	a, err := f.store.Lessor().Acquire(f.ctx, "invoice-7", "A", 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenureA, err := f.store.Tenure(f.ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.insert(tenureA, func() {}); err != nil {
+		t.Fatalf("A while its lease lives: %v", err)
+	}
+	// A pauses inside its next transaction, past its lease's expiry; B
+	// asks for the lease meanwhile, through another connection.
+	inside, resume := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- f.insert(tenureA, func() { close(inside); <-resume }) }()
+	<-inside
+	if err := f.host.Advance(a.ExpiresAt + 100); err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan leases.Lease, 1)
+	go func() {
+		b, err := f.other.Lessor().Acquire(f.ctx, "invoice-7", "B", 100*time.Millisecond)
+		if err != nil {
+			t.Error(err)
+		}
+		granted <- b
+	}()
+	close(resume) // B's grant waits for the file's write lock, which A's transaction holds
+	if err := <-done; !errors.Is(err, leases.ErrNotLive) || !errors.Is(err, leases.ErrLeaseExpired) {
+		t.Fatalf("A's paused transaction, past its expiry: %v; want refused at the commit", err)
+	}
+	b := <-granted
+	if b.Epoch != 2 {
+		t.Fatalf("B: %+v; want epoch 2", b)
+	}
+	tenureB, err := f.other.Tenure(f.ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.insert(tenureA, func() {}); !errors.Is(err, leases.ErrNotLive) {
+		t.Fatalf("A after B's grant: %v; want not live", err)
+	}
+	if err := f.insert(tenureB, func() {}); err != nil {
+		t.Fatalf("B: %v", err)
+	}
+	if got := f.rows(t); !slices.Equal(got, []int64{1, 2}) {
+		t.Fatalf("rows at epochs %v; want A's one, then B's: epochs never go down in commit order", got)
+	}
+	if err := f.store.Tx(f.ctx, func(*sql.Tx) error { return errors.New("no") }); err == nil {
+		t.Fatal("a failing Tx committed")
+	}
+}

@@ -28,8 +28,6 @@ func init() {
 		clock: "this machine's clock; etcd's leader decides",
 		note: "etcd's leader decides, and says the whole seconds left: each expiry is this machine's clock " +
 			"plus that, plus a second, a bound the lease ends before",
-		local:  true,
-		bound:  true,
 		prefix: "the key prefix of the leases (default " + etcd.DefaultPrefix + ")",
 		ttls: "etcd's leases are whole seconds, and never shorter than its minimum (one and a half election timeouts: " +
 			"2s with etcd's default 1s); a renewal gives the TTL of the grant",

@@ -18,7 +18,6 @@ func init() {
 		help:  "a SQLite file on this machine, timed by this machine's clock",
 		clock: "this machine's clock",
 		note:  "this machine's clock, which decides the SQLite file's leases",
-		local: true,
 		open:  openSQLite,
 	})
 }

@@ -31,7 +31,7 @@ func (c *cli) holders(name string, args []string) int {
 		return c.fail(name, err)
 	}
 	defer c.closeStore(name, s)
-	live, now, known, err := s.live(ctx, f.store.timeout, resources)
+	live, now, err := s.live(ctx, resources)
 	if err != nil {
 		return c.fail(name, err)
 	}
@@ -42,16 +42,14 @@ func (c *cli) holders(name string, args []string) int {
 		}
 	}
 	if *asJSON {
-		out := holdersJSON{Store: s.backend.name, Clock: s.backend.clock, AtTheLatest: s.backend.bound,
+		out := holdersJSON{Store: s.backend.name, Clock: s.backend.clock, Now: stamp(now, time.UTC),
 			Leases: []leaseJSON{}, Free: free}
 		if free == nil {
 			out.Free = []string{}
 		}
-		if known {
-			out.Now = stamp(now, time.UTC)
-		}
 		for _, l := range live {
-			out.Leases = append(out.Leases, s.json(l, now, known))
+			out.Leases = append(out.Leases, s.json(l, now, true))
+			out.AtTheLatest = out.AtTheLatest || !l.Exact()
 		}
 		return c.printJSON(name, out)
 	}
@@ -62,7 +60,7 @@ func (c *cli) holders(name string, args []string) int {
 	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "RESOURCE\tHOLDER\tEPOCH\tEXPIRES IN\tEXPIRES AT")
 	for _, l := range live {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", shown(l.Resource), shown(l.Holder), l.Epoch, s.left(l, now, known), stamp(l.ExpiresAt, time.Local))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", shown(l.Resource), shown(l.Holder), l.Epoch, s.left(l, now, true), stamp(l.ExpiresAt, time.Local))
 	}
 	for _, r := range free {
 		fmt.Fprintf(w, "%s\t-\t-\tfree\t-\n", shown(r))
@@ -73,30 +71,9 @@ func (c *cli) holders(name string, args []string) int {
 }
 
 // live is the live leases on resources (every one when none is named),
-// and the tick of the store's clock they were read at; known is false
-// when that tick is not the store's (a store that cannot list, on a
-// server's clock).
-func (s *store) live(ctx context.Context, timeout time.Duration, resources []string) (live []leases.Lease, now int64, known bool, err error) {
-	if lister, ok := s.raw.(leases.Lister); ok {
-		ctx, cancel := boundCall(ctx, timeout)
-		defer cancel()
-		live, now, err = lister.Live(ctx, resources...)
-		return live, now, true, explained(ctx, err, s.unanswered)
-	}
-	if len(resources) == 0 {
-		return nil, 0, false, usagef("the %s store cannot list its leases: name the resources", s.backend.name)
-	}
-	for _, r := range resources {
-		l, ok, err := s.lessor.Holder(ctx, r)
-		if err != nil {
-			return nil, 0, false, err
-		}
-		if ok && !slices.ContainsFunc(live, func(x leases.Lease) bool { return x.Resource == r }) {
-			live = append(live, l)
-		}
-	}
-	slices.SortFunc(live, func(a, b leases.Lease) int { return strings.Compare(a.Resource, b.Resource) })
-	return live, time.Now().UnixMilli(), s.backend.local, nil
+// and the tick of the store's clock they were read at.
+func (s *store) live(ctx context.Context, resources []string) (live []leases.Lease, now int64, err error) {
+	return s.lessor.Live(ctx, resources...)
 }
 
 // acquire grants a lease on one resource to --holder for --ttl.
@@ -117,7 +94,7 @@ func (c *cli) acquire(name string, args []string) int {
 	switch {
 	case errors.As(err, &held):
 		return c.fail(name, fmt.Errorf("%q is held by %q at epoch %d for %s more (until %s, %s): %w",
-			resource, held.Live.Holder, held.Live.Epoch, human(held.Live.ExpiresAt-held.At, s.backend.bound),
+			resource, held.Live.Holder, held.Live.Epoch, human(held.Live.ExpiresAt-held.At, !held.Live.Exact()),
 			stamp(held.Live.ExpiresAt, time.Local), s.backend.clock, leases.ErrLeaseHeld))
 	case errors.Is(err, leases.ErrOutcomeUnknown) && lease.Epoch > 0:
 		return c.fail(name, fmt.Errorf("outcome unknown: assume %q may be held by %q at epoch %d until %s (%s): %w",
@@ -165,7 +142,7 @@ func (c *cli) renew(name string, args []string) int {
 		return c.fail(name, err)
 	}
 	c.warnTTL(name, s, *ttl, lease.ExpiresAt-time.Now().UnixMilli())
-	return c.printLease(name, s, "renewed", lease, time.Now().UnixMilli(), s.backend.local, *asJSON)
+	return c.printLease(name, s, "renewed", lease, time.Now().UnixMilli(), onThisClock(lease), *asJSON)
 }
 
 // release ends --holder's lease at --epoch, if it is still the live one.
@@ -325,7 +302,7 @@ func (s *store) left(l leases.Lease, now int64, known bool) string {
 	if !known {
 		return "?"
 	}
-	return human(l.ExpiresAt-now, s.backend.bound)
+	return human(l.ExpiresAt-now, !l.Exact())
 }
 
 // human is a number of milliseconds in human units: 350ms, 8.2s, 1m30s.
@@ -348,4 +325,10 @@ func human(ms int64, bound bool) string {
 // to the millisecond.
 func stamp(ms int64, loc *time.Location) string {
 	return time.UnixMilli(ms).In(loc).Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// onThisClock reports whether l's ticks are this machine's clock, so that
+// its time left can be counted here: not a server's.
+func onThisClock(l leases.Lease) bool {
+	return l.Ticks == leases.HostMillis || l.Ticks == leases.LocalMillis
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -216,37 +215,6 @@ func TestOperatorsPageShowsTheHelp(t *testing.T) {
 	}
 	if !strings.Contains(string(page), "```text\n"+mainUsage()+"```\n") {
 		t.Fatalf("docs/operators.md does not show leases -h as it is now:\n%s", mainUsage())
-	}
-}
-
-// A store whose lessor cannot list its leases (not a leases.Lister: here
-// a SQLite file's authority driven by this machine's clock, registered
-// for this test alone) still answers holders of named resources, through
-// Holder; with none named it is bad usage, said as such.
-func TestHoldersOfAStoreThatCannotList(t *testing.T) {
-	saved := backends
-	t.Cleanup(func() { backends = saved })
-	register(&backend{
-		name: "unlisted", arg: "PATH", help: "a test's store", clock: "this machine's clock", note: "this machine's clock",
-		local: true,
-		open: func(ctx context.Context, path string, o openOptions) (*store, error) {
-			s, err := sqlite.Open(ctx, path)
-			if err != nil {
-				return nil, err
-			}
-			return &store{raw: clock.Lessor(s.Authority(), clock.Wall{}), close: s.Close}, nil
-		},
-	})
-	store := "--unlisted=" + sqliteFile(t)
-	if r := invoke(t, nil, "acquire", "a", store, "--holder", "A", "--ttl", "1h"); r.Code != exitOK {
-		t.Fatal(r)
-	}
-	if r := invoke(t, nil, "holders", store, "b", "a", "a"); r.Code != exitOK ||
-		!regexp.MustCompile(`(?s)^RESOURCE.*\na +A +1 +(59m5\ds|1h0m0s) .*\nb +- +- +free +-\n`).MatchString(r.Stdout) {
-		t.Fatalf("holders a b: %v; want a held by A, b free", r)
-	}
-	if r := invoke(t, nil, "holders", store); r.Code != exitUsage || !strings.Contains(r.Stderr, "the unlisted store cannot list its leases: name the resources") {
-		t.Fatalf("holders of every lease: %v; want exit 2, saying so", r)
 	}
 }
 

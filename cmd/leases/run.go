@@ -147,7 +147,7 @@ func (c *cli) acquireSession(ctx context.Context, name string, s *store, resourc
 	var held *leases.HeldError
 	if errors.As(err, &held) {
 		fmt.Fprintf(c.stderr, "leases: %s: %s is held by %s at epoch %d for %s more; waiting\n",
-			name, resource, shown(held.Live.Holder), held.Live.Epoch, human(held.Live.ExpiresAt-held.At, s.backend.bound))
+			name, resource, shown(held.Live.Holder), held.Live.Epoch, human(held.Live.ExpiresAt-held.At, !held.Live.Exact()))
 	} else {
 		fmt.Fprintf(c.stderr, "leases: %s: %s; waiting, and trying again\n", name, oneLine(err.Error()))
 	}

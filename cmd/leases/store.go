@@ -37,13 +37,6 @@ type backend struct {
 	// note says whose clock times the leases, and what the times mean,
 	// under holders' table.
 	note string
-	// local: the leases' ticks are this machine's wall clock (in
-	// milliseconds), so that the time left of a lease the store returns
-	// can be counted here. False for a server's clock.
-	local bool
-	// bound: an expiry the store reports is a bound above the real one,
-	// not the instant itself (etcd reports whole seconds left).
-	bound bool
 	// prefix says what --prefix chooses in this store, with its default;
 	// empty for a store that takes no --prefix.
 	prefix string
@@ -72,10 +65,10 @@ type openOptions struct {
 // A store is an open store: its lessor and how to close it.
 type store struct {
 	backend *backend
-	// raw is the backend's lessor, which may be a leases.Lister.
+	// raw is the backend's lessor.
 	raw leases.Lessor
-	// lessor is raw with every call bounded by --timeout; a
-	// leases.Watcher where raw is one.
+	// lessor is raw with every call bounded by --timeout but Changed,
+	// which lasts as long as its caller waits.
 	lessor leases.Lessor
 	close  func() error
 	// unanswered, when not nil, says why a call that --timeout cut may
@@ -248,25 +241,16 @@ func (e *reworded) Error() string { return e.msg }
 func (e *reworded) Unwrap() error { return e.err }
 
 // bounded is l with every call bounded by timeout, and unanswered's words
-// in the error of a call it cut; a Watcher's Changed, which lasts as long
-// as its caller waits, is passed on unbounded.
+// in the error of a call it cut; Changed, which lasts as long as its
+// caller waits, is passed on unbounded.
 func bounded(l leases.Lessor, timeout time.Duration, unanswered func() string) leases.Lessor {
-	b := boundedLessor{lessor: l, timeout: timeout, unanswered: unanswered}
-	if w, ok := l.(leases.Watcher); ok {
-		return boundedWatcher{b, w}
-	}
-	return b
+	return boundedLessor{lessor: l, timeout: timeout, unanswered: unanswered}
 }
 
 type boundedLessor struct {
 	lessor     leases.Lessor
 	timeout    time.Duration
 	unanswered func() string
-}
-
-type boundedWatcher struct {
-	boundedLessor
-	leases.Watcher
 }
 
 func (b boundedLessor) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
@@ -289,11 +273,22 @@ func (b boundedLessor) Release(ctx context.Context, held leases.Lease) error {
 	return explained(ctx, b.lessor.Release(ctx, held), b.unanswered)
 }
 
-func (b boundedLessor) Holder(ctx context.Context, resource string) (leases.Lease, bool, error) {
+func (b boundedLessor) Lease(ctx context.Context, resource string) (leases.Lease, bool, error) {
 	ctx, cancel := boundCall(ctx, b.timeout)
 	defer cancel()
-	lease, ok, err := b.lessor.Holder(ctx, resource)
+	lease, ok, err := b.lessor.Lease(ctx, resource)
 	return lease, ok, explained(ctx, err, b.unanswered)
+}
+
+func (b boundedLessor) Live(ctx context.Context, resources ...string) ([]leases.Lease, int64, error) {
+	ctx, cancel := boundCall(ctx, b.timeout)
+	defer cancel()
+	live, now, err := b.lessor.Live(ctx, resources...)
+	return live, now, explained(ctx, err, b.unanswered)
+}
+
+func (b boundedLessor) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
+	return b.lessor.Changed(ctx, resource)
 }
 
 // usageError is bad usage or bad input, found before anything was done:

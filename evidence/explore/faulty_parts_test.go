@@ -62,7 +62,7 @@ func newForgetfulObserveReceiver(store backend.Store) leases.Receiver {
 	return forgetfulObserveReceiver{store.Receiver(leases.Fenced)}
 }
 
-func (f forgetfulObserveReceiver) Observe(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
+func (f forgetfulObserveReceiver) Fence(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
 	record, _, err := f.Read(ctx, resource)
 	if err != nil {
 		return leases.WriteResult{}, err
@@ -86,8 +86,8 @@ func newFenceLoweringObserveReceiver(store backend.Store) leases.Receiver {
 	return fenceLoweringObserveReceiver{store.Receiver(leases.Fenced)}
 }
 
-func (f fenceLoweringObserveReceiver) Observe(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
-	result, err := f.Receiver.Observe(ctx, resource, epoch)
+func (f fenceLoweringObserveReceiver) Fence(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
+	result, err := f.Receiver.Fence(ctx, resource, epoch)
 	if err == nil && result.Outcome == leases.Stale {
 		result.Outcome, result.Record.Epoch = leases.Accepted, epoch
 	}

@@ -227,7 +227,7 @@ func (m *model) acquire(ctx context.Context, s modelState, i int) (modelState, s
 
 func (m *model) observe(ctx context.Context, s modelState, i int) (modelState, string, error) {
 	epoch := s.epochs[i]
-	result, err := m.receiver.Observe(ctx, modelResource, epoch)
+	result, err := m.receiver.Fence(ctx, modelResource, epoch)
 	if err != nil {
 		return s, "", err
 	}
@@ -239,7 +239,7 @@ func (m *model) observe(ctx context.Context, s modelState, i int) (modelState, s
 		s.phases[i] = observed
 		s.maxCommitted = max(s.maxCommitted, epoch)
 	}
-	return s, fmt.Sprintf("%s observes epoch %d: %s", workerName(i), epoch, result.Outcome), nil
+	return s, fmt.Sprintf("%s raises the fence to epoch %d: %s", workerName(i), epoch, result.Outcome), nil
 }
 
 func (m *model) write(ctx context.Context, s modelState, i int) (modelState, string, error) {

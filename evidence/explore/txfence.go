@@ -10,6 +10,7 @@ import (
 	"leases"
 	"leases/evidence/backend"
 	"leases/fence"
+	"leases/internal/guard"
 )
 
 // txFence is the fenced receiver as a user's own transactions see it: the
@@ -18,7 +19,7 @@ import (
 // transaction of the user's that the fence does not commit.
 type txFence struct {
 	db    *sql.DB
-	table *fence.Prepared
+	table *fence.Table
 	// shared is set when db is the backend store's, which closes it.
 	shared bool
 }
@@ -39,20 +40,16 @@ func openTxFence(ctx context.Context) (*txFence, error) {
 	return f, nil
 }
 
-// fenceOn creates the fence table in db and prepares its statements.
+// fenceOn creates the fence table in db, which compiles its statements.
 func fenceOn(ctx context.Context, db *sql.DB) (*txFence, error) {
-	table, err := fence.New(fence.SQLite, fence.DefaultTable)
+	table, err := fence.New(db, fence.Options{Dialect: fence.SQLite})
 	if err == nil {
-		err = table.Create(ctx, db)
-	}
-	var prepared *fence.Prepared
-	if err == nil {
-		prepared, err = table.Prepare(ctx, db)
+		err = table.Create(ctx)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &txFence{db: db, table: prepared}, nil
+	return &txFence{db: db, table: table}, nil
 }
 
 func (f *txFence) Mode() leases.Mode { return leases.Fenced }
@@ -61,8 +58,8 @@ func (f *txFence) Write(ctx context.Context, resource string, epoch int64, value
 	return inTx(ctx, f.db, func(tx *sql.Tx) (leases.WriteResult, error) { return f.table.Write(ctx, tx, resource, epoch, value) })
 }
 
-func (f *txFence) Observe(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
-	return inTx(ctx, f.db, func(tx *sql.Tx) (leases.WriteResult, error) { return f.table.Observe(ctx, tx, resource, epoch) })
+func (f *txFence) Fence(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
+	return inTx(ctx, f.db, func(tx *sql.Tx) (leases.WriteResult, error) { return guard.Observe(f.table, ctx, tx, resource, epoch) })
 }
 
 func (f *txFence) Read(ctx context.Context, resource string) (leases.Record, bool, error) {

@@ -65,8 +65,8 @@ func stepLines(s scenario.Step) []diagram.Line {
 			return []diagram.Line{diagram.Note(s.Actor, fmt.Sprintf("its session has ended: it does not send %q", s.Value))}
 		}
 		return call(receiver, fmt.Sprintf("write %q with epoch %d at tick %d", s.Value, s.Epoch, s.Tick), s.Outcome+after(s))
-	case scenario.OpObserve:
-		return call(receiver, fmt.Sprintf("observe epoch %d", s.Epoch), s.Outcome+after(s))
+	case scenario.OpFence:
+		return call(receiver, fmt.Sprintf("raise the fence to epoch %d", s.Epoch), s.Outcome+after(s))
 	case scenario.OpRead:
 		return call(receiver, "read", record(s.ReceiverAfter))
 	case scenario.OpPause:

@@ -12,11 +12,11 @@ import (
 	"leases/evidence/scenario"
 )
 
-// The fourth real-process scenario: B observes epoch 2 before acting, so
+// The fourth real-process scenario: B raises the fence to epoch 2 before acting, so
 // A's epoch-1 write is stale although B has not written yet.
 func TestFenceBeforeActing(t *testing.T) {
 	sc, _ := experimenttest.RunScenario(t, scenario.FenceBeforeActing)
-	if o := experimenttest.FindStep(t, sc, "B", "observe", 1); o.Outcome != string(leases.Accepted) || o.Epoch != 2 {
+	if o := experimenttest.FindStep(t, sc, "B", "fence", 1); o.Outcome != string(leases.Accepted) || o.Epoch != 2 {
 		t.Fatalf("B's observe: %+v", o)
 	}
 	if a := experimenttest.FindStep(t, sc, "A", "write", 1); a.Outcome != string(leases.Stale) {

@@ -91,7 +91,7 @@ var defs = []Def{
 	},
 	{
 		Name: FenceBeforeActing,
-		Description: "Beyond the seed: the gap's schedule, but B records its epoch at the receiver (observe) right " +
+		Description: "Beyond the seed: the gap's schedule, but B raises the receiver's fence to its epoch (fence) right " +
 			"after acquiring and before it reads or writes; A's old write then arrives and is rejected.",
 		Receiver: backend.Fenced, Params: gapParams, Schedule: fenceBeforeActing,
 	},

@@ -149,8 +149,8 @@ func (r *script) write(a *actor, value string) {
 // observe asks a to record its epoch at the receiver before it acts.
 func (r *script) observe(a *actor) {
 	epoch := r.leaseOf[a.name].Epoch
-	r.atReceiver(Step{Actor: a.name, Operation: OpObserve, Tick: r.clock, Epoch: epoch},
-		func() (leases.WriteResult, error) { return a.w.Observe(r.ctx, r.def.Params.Resource, epoch) })
+	r.atReceiver(Step{Actor: a.name, Operation: OpFence, Tick: r.clock, Epoch: epoch},
+		func() (leases.WriteResult, error) { return a.w.Fence(r.ctx, r.def.Params.Resource, epoch) })
 }
 
 // atReceiver runs one write or observe and records its outcome.
@@ -291,7 +291,7 @@ func (r *script) readThrough(store backend.Store) (int64, *leases.Record, error)
 	// its grant shows; the row keeps it after the lease ends too.
 	epoch := int64(0)
 	if lease, ok := r.leaseOf[r.lastHolder()]; ok {
-		held, live, err := store.Authority().Holder(r.ctx, r.def.Params.Resource, lease.GrantedAt)
+		held, live, err := store.Authority().Lease(r.ctx, r.def.Params.Resource, lease.GrantedAt)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -380,7 +380,7 @@ func (r *script) killRemaining() {
 
 func describe(n int, s Step) string {
 	what := fmt.Sprintf("step %d (%s %s at tick %d", n, s.Actor, s.Operation, s.Tick)
-	if s.Operation == OpWrite || s.Operation == OpObserve {
+	if s.Operation == OpWrite || s.Operation == OpFence {
 		what += fmt.Sprintf(" with epoch %d", s.Epoch)
 	}
 	return what + ")"

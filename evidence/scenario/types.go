@@ -60,7 +60,7 @@ const (
 	OpAcquire    = "acquire"
 	OpSession    = "start-session" // acquire, then keep the lease with a session
 	OpWrite      = "write"
-	OpObserve    = "observe"
+	OpFence      = "fence"
 	OpRead       = "read"
 	OpPause      = "pause"  // SIGSTOP
 	OpResume     = "resume" // SIGCONT, and the worker's clock moves to now

@@ -25,7 +25,7 @@ func writeStep(actor string, epoch int64, value string, outcome leases.Outcome, 
 }
 
 func observeStep(actor string, epoch int64, outcome leases.Outcome, highest int64) Step {
-	return Step{Actor: actor, Operation: OpObserve, Epoch: epoch, Outcome: string(outcome), HighestEpochGranted: highest}
+	return Step{Actor: actor, Operation: OpFence, Epoch: epoch, Outcome: string(outcome), HighestEpochGranted: highest}
 }
 
 func storedValue(value string, epoch int64) *leases.Record {

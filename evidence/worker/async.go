@@ -53,7 +53,7 @@ func (w *Worker) SendWrite(mode leases.Mode, resource string, epoch int64, value
 
 // SendObserve sends an observe of epoch to the fenced receiver.
 func (w *Worker) SendObserve(resource string, epoch int64) (*Call, error) {
-	return w.send(request{Op: opObserve, Resource: resource, Epoch: epoch})
+	return w.send(request{Op: opFence, Resource: resource, Epoch: epoch})
 }
 
 // SendRead sends a read of the fenced receiver's record of resource.
@@ -102,7 +102,7 @@ func (c *Call) answered(a Answer, read bool) bool {
 	switch c.op {
 	case opAcquire, opRenew:
 		return a.Lease != nil
-	case opWrite, opObserve:
+	case opWrite, opFence:
 		return a.Write != nil
 	case opRead:
 		return read

@@ -42,11 +42,11 @@ func (w *Worker) GuardedWrite(ctx context.Context, held leases.Lease, tick int64
 	return w.writeResult(got, err, "guarded write")
 }
 
-// Observe asks the worker to record epoch at the fenced receiver before it
-// acts (see leases.Receiver.Observe).
-func (w *Worker) Observe(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
-	got, err := w.call(ctx, request{Op: opObserve, Resource: resource, Epoch: epoch})
-	return w.writeResult(got, err, "observe")
+// Fence asks the worker to raise the fenced receiver to epoch before it
+// acts (see leases.Receiver.Fence).
+func (w *Worker) Fence(ctx context.Context, resource string, epoch int64) (leases.WriteResult, error) {
+	got, err := w.call(ctx, request{Op: opFence, Resource: resource, Epoch: epoch})
+	return w.writeResult(got, err, "fence")
 }
 
 func (w *Worker) writeResult(got reply, err error, what string) (leases.WriteResult, error) {

@@ -15,7 +15,7 @@ const (
 	opAcquire      = "acquire"
 	opWrite        = "write"
 	opGuardedWrite = "guarded-write"
-	opObserve      = "observe"
+	opFence        = "fence"
 	opRead         = "read"
 	opRenew        = "renew"
 	opRelease      = "release"

@@ -106,8 +106,8 @@ func (w *worker) perform(ctx context.Context, req request) reply {
 			return reply{Error: req.Op + " needs a lease"}
 		}
 		return writeReply(w.store.Guarded().Write(ctx, *req.Lease, req.Tick, req.Value))
-	case opObserve:
-		return writeReply(w.store.Receiver(leases.Fenced).Observe(ctx, req.Resource, req.Epoch))
+	case opFence:
+		return writeReply(w.store.Receiver(leases.Fenced).Fence(ctx, req.Resource, req.Epoch))
 	case opRenew, opRelease:
 		if req.Lease == nil {
 			return reply{Error: req.Op + " needs a lease"}

@@ -25,7 +25,7 @@ func TestACommitTheContextCutOffChangedNothing(t *testing.T) {
 	if err == nil || errors.Is(err, leases.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("renew whose context ended before its commit: %v; want a failure before commit matching context.Canceled", err)
 	}
-	held, live, err := s.Authority().Holder(context.Background(), "r", 6)
+	held, live, err := s.Authority().Lease(context.Background(), "r", 6)
 	if err != nil {
 		t.Fatalf("the store after a commit the context cut off: %v; want it to answer on", err)
 	}

@@ -57,7 +57,7 @@ func TestFailedStatementFailsTheOperation(t *testing.T) {
 			return s.Authority().Release(ctx, a, 6)
 		}},
 		{"holder whose read fails", sqlReadLease, unscannableLease, func(s *Store, _ leases.Lease) error {
-			_, _, err := s.Authority().Holder(ctx, "r", 6)
+			_, _, err := s.Authority().Lease(ctx, "r", 6)
 			return err
 		}},
 		{"stale write whose read fails", sqlReadRecord, unscannableRecord, func(s *Store, _ leases.Lease) error {
@@ -65,7 +65,7 @@ func TestFailedStatementFailsTheOperation(t *testing.T) {
 			return err
 		}},
 		{"stale observe whose read fails", sqlReadRecord, unscannableRecord, func(s *Store, _ leases.Lease) error {
-			_, err := s.Receiver(leases.Fenced).Observe(ctx, "r", 1)
+			_, err := s.Receiver(leases.Fenced).Fence(ctx, "r", 1)
 			return err
 		}},
 		{"accepted write whose write fails", sqlWriteRecord, refusedRecordWrite, func(s *Store, _ leases.Lease) error {
@@ -73,7 +73,7 @@ func TestFailedStatementFailsTheOperation(t *testing.T) {
 			return err
 		}},
 		{"accepted observe whose write fails", sqlObserveRecord, refusedRecordObserve, func(s *Store, _ leases.Lease) error {
-			_, err := s.Receiver(leases.Fenced).Observe(ctx, "r", 3)
+			_, err := s.Receiver(leases.Fenced).Fence(ctx, "r", 3)
 			return err
 		}},
 		{"unfenced write whose write fails", sqlWriteUnfenced, refusedUnfencedWrite, func(s *Store, _ leases.Lease) error {

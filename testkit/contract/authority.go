@@ -116,7 +116,7 @@ func HolderAnswersWhoHolds(t *testing.T, b Backend) {
 	holder := func(resource string, now int64, want leases.Lease, wantLive bool) {
 		t.Helper()
 		before := b.State(t)
-		got, live, err := b.Authority.Holder(ctx, resource, now)
+		got, live, err := b.Authority.Lease(ctx, resource, now)
 		if err != nil || live != wantLive || got != want {
 			t.Fatalf("holder of %s at %d: %+v, live %v, %v; want %+v, live %v", resource, now, got, live, err, want, wantLive)
 		}
@@ -142,10 +142,10 @@ func HolderAnswersWhoHolds(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	holder("r", 6, leases.Lease{}, false)
-	if _, _, err := b.Authority.Holder(ctx, "", 6); !errors.Is(err, leases.ErrInvalidInput) {
+	if _, _, err := b.Authority.Lease(ctx, "", 6); !errors.Is(err, leases.ErrInvalidInput) {
 		t.Fatalf("holder of an empty name: %v, want ErrInvalidInput", err)
 	}
-	if _, _, err := b.Authority.Holder(ctx, "r", -1); !errors.Is(err, leases.ErrInvalidInput) {
+	if _, _, err := b.Authority.Lease(ctx, "r", -1); !errors.Is(err, leases.ErrInvalidInput) {
 		t.Fatalf("holder at a negative tick: %v, want ErrInvalidInput", err)
 	}
 }

@@ -122,7 +122,7 @@ func (c Calls) Release(l leases.Lease, now int64) func() error {
 
 // Holder is a holder query's error.
 func (c Calls) Holder(resource string, now int64) func() error {
-	return func() error { _, _, err := c.B.Authority.Holder(context.Background(), resource, now); return err }
+	return func() error { _, _, err := c.B.Authority.Lease(context.Background(), resource, now); return err }
 }
 
 // Write is a write's error.
@@ -131,8 +131,8 @@ func (c Calls) Write(r leases.Receiver, resource string, epoch int64, value stri
 }
 
 // Observe is an observe's error.
-func (c Calls) Observe(r leases.Receiver, resource string, epoch int64) func() error {
-	return func() error { _, err := r.Observe(context.Background(), resource, epoch); return err }
+func (c Calls) Fence(r leases.Receiver, resource string, epoch int64) func() error {
+	return func() error { _, err := r.Fence(context.Background(), resource, epoch); return err }
 }
 
 // Read is the error of a read of the fenced receiver.
@@ -163,7 +163,7 @@ func BadInputCalls(b Backend, held leases.Lease) []BadCall {
 		{"write: value too long", write(b.Fenced, "r", 2, strings.Repeat("x", leases.MaxValueBytes+1))},
 		{"write: unknown receiver mode", write(b.Receiver("half-fenced"), "r", 2, "x")},
 		{"unfenced write: epoch 0", write(b.Unfenced, "r", 0, "x")},
-		{"observe: epoch 0", c.Observe(b.Fenced, "r", 0)},
+		{"observe: epoch 0", c.Fence(b.Fenced, "r", 0)},
 		{"read: empty resource", c.Read("")},
 		{"guarded write: epoch 0", func() error {
 			_, err := b.Guarded.Write(ctx, with(func(l *leases.Lease) { l.Epoch = 0 }), 6, "x")
@@ -216,7 +216,7 @@ func NameCalls(b Backend, held leases.Lease) []BadCall {
 			{"holder", c.Holder(bad.Name, 6)},
 			{"write", c.Write(b.Fenced, bad.Name, 2, "x")},
 			{"unfenced write", c.Write(b.Unfenced, bad.Name, 2, "x")},
-			{"observe", c.Observe(b.Fenced, bad.Name, 2)},
+			{"observe", c.Fence(b.Fenced, bad.Name, 2)},
 			{"read", c.Read(bad.Name)},
 			{"unfenced read", func() error { _, _, err := b.Unfenced.Read(ctx, bad.Name); return err }},
 			{"guarded write: resource", func() error { _, err := b.Guarded.Write(ctx, resource, 6, "x"); return err }},
@@ -225,19 +225,21 @@ func NameCalls(b Backend, held leases.Lease) []BadCall {
 		} {
 			calls = append(calls, BadCall{Name: call.Name + ": " + bad.Why, Call: call.Call})
 		}
-		if _, ok := b.Authority.(leases.Watcher); ok {
-			calls = append(calls, BadCall{Name: "changed: " + bad.Why, Call: func() error { return changed(b.Authority, bad.Name) }})
-		}
+		calls = append(calls,
+			BadCall{Name: "changed: " + bad.Why, Call: func() error { return changed(b.Authority, bad.Name) }},
+			BadCall{Name: "live: " + bad.Why, Call: func() error { _, err := b.Authority.Live(ctx, 6, "r", bad.Name); return err }})
 	}
 	return calls
 }
 
-// changed is the error of a Changed of resource on x, a leases.Watcher;
-// its watch, if any, is ended before it returns.
-func changed(x any, resource string) error {
+// changed is the error of a Changed of resource on x (an authority or a
+// lessor); its watch, if any, is ended before it returns.
+func changed(x interface {
+	Changed(context.Context, string) (<-chan struct{}, error)
+}, resource string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := x.(leases.Watcher).Changed(ctx, resource)
+	_, err := x.Changed(ctx, resource)
 	return err
 }
 

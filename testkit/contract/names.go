@@ -32,20 +32,17 @@ func LessorRefusesBadNames(t *testing.T, lessor leases.Lessor, state func(t *tes
 			{"renew: holder", func() error { _, err := lessor.Renew(ctx, holder, time.Second); return err }},
 			{"release: resource", func() error { return lessor.Release(ctx, resource) }},
 			{"release: holder", func() error { return lessor.Release(ctx, holder) }},
-			{"holder", func() error { _, _, err := lessor.Holder(ctx, bad.Name); return err }},
+			{"holder", func() error { _, _, err := lessor.Lease(ctx, bad.Name); return err }},
 		}
-		if _, ok := lessor.(leases.Watcher); ok {
-			each = append(each, BadCall{"changed", func() error { return changed(lessor, bad.Name) }})
-		}
-		if lister, ok := lessor.(leases.Lister); ok {
-			each = append(each, BadCall{"live", func() error { _, _, err := lister.Live(ctx, "r", bad.Name); return err }})
-		}
+		each = append(each,
+			BadCall{"changed", func() error { return changed(lessor, bad.Name) }},
+			BadCall{"live", func() error { _, _, err := lessor.Live(ctx, "r", bad.Name); return err }})
 		for _, call := range each {
 			calls = append(calls, BadCall{Name: call.Name + ": " + bad.Why, Call: call.Call})
 		}
 	}
 	refuseEach(t, state, calls, 400)
-	if live, ok, err := lessor.Holder(ctx, "r"); err != nil || !ok || live.Holder != "A" || live.Epoch != held.Epoch {
+	if live, ok, err := lessor.Lease(ctx, "r"); err != nil || !ok || live.Holder != "A" || live.Epoch != held.Epoch {
 		t.Fatalf("after the refused calls: %+v, %v, %v; want A's lease untouched", live, ok, err)
 	}
 	if errors.Is(lessor.Release(ctx, held), leases.ErrInvalidInput) {

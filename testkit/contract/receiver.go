@@ -66,7 +66,7 @@ func ObserveOutcomes(t *testing.T, b Backend) {
 	observe := func(resource string, epoch int64, want leases.Outcome, record leases.Record) {
 		t.Helper()
 		before := b.State(t)
-		got, err := b.Fenced.Observe(ctx, resource, epoch)
+		got, err := b.Fenced.Fence(ctx, resource, epoch)
 		if err != nil || got.Outcome != want || got.Record != record {
 			t.Fatalf("observe %s at %d: %+v, %v; want %s with %+v", resource, epoch, got, err, want, record)
 		}
@@ -88,7 +88,7 @@ func ObserveOutcomes(t *testing.T, b Backend) {
 	if got := MustWrite(t, b.Fenced, "r", 2, "v2"); got.Outcome != leases.Accepted || got.Record != Written(2, "v2") {
 		t.Fatalf("first write at the observed epoch: %+v, want accepted", got)
 	}
-	if _, err := b.Unfenced.Observe(ctx, "r", 3); !errors.Is(err, leases.ErrInvalidInput) {
+	if _, err := b.Unfenced.Fence(ctx, "r", 3); !errors.Is(err, leases.ErrInvalidInput) {
 		t.Fatalf("observe on the unfenced receiver: %v, want ErrInvalidInput", err)
 	}
 }
@@ -114,7 +114,7 @@ func UnfencedReceiverStoresWhateverComesLast(t *testing.T, b Backend) {
 	if got := MustWrite(t, b.Fenced, "r", 4, "late"); got.Outcome != leases.Stale || got.Record != Written(5, "fenced") {
 		t.Fatalf("fenced write at epoch 4 after unfenced writes: %+v; want stale against epoch 5", got)
 	}
-	if _, err := b.Fenced.Observe(ctx, "r", 9); err != nil {
+	if _, err := b.Fenced.Fence(ctx, "r", 9); err != nil {
 		t.Fatal(err)
 	}
 	MustWrite(t, b.Unfenced, "r", 1, "lower")

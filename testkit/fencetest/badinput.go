@@ -17,10 +17,11 @@ import (
 // transaction, which must still be usable afterwards.
 func BadInput(t *testing.T, db DB) {
 	ctx := Context(t)
-	absent, err := fence.New(db.Dialect, "fence_never_created")
+	table, err := fence.New(db.DB, fence.Options{Dialect: db.Dialect, Table: "fence_never_created"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	absent := Fence{table}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

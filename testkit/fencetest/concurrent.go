@@ -25,9 +25,6 @@ type Load struct {
 	Transactions int
 	// Isolation is the writers' transaction isolation level.
 	Isolation sql.IsolationLevel
-	// Prepared makes each writer call the fence through statements
-	// prepared on its handle (fence.Prepared), not as text.
-	Prepared bool
 	// ReadFirst makes each transaction read the business table before
 	// it reaches the fence, as a transaction that looks before it acts
 	// does: in SQLite a DEFERRED transaction must then upgrade.
@@ -90,10 +87,12 @@ func Concurrent(t *testing.T, load Load) (failed int) {
 	calls := make([][]call, len(load.DBs))
 	var wg sync.WaitGroup
 	for w, db := range load.DBs {
-		var via Fence = table
-		if load.Prepared {
-			via = prepare(t, db, table)
+		// Each writer's table is on its own handle, as each process's is.
+		own, err := fence.New(db.DB, fence.Options{Dialect: db.Dialect, Table: table.Name()})
+		if err != nil {
+			t.Fatal(err)
 		}
+		via := Fence{own}
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
 			for k := range load.Transactions {

@@ -17,6 +17,7 @@ import (
 
 	"leases"
 	"leases/fence"
+	"leases/internal/guard"
 	"leases/testkit/testctx"
 )
 
@@ -45,11 +46,11 @@ func (db DB) SQL(statement string) string {
 func Setup(t testing.TB, db DB, name string) *fence.Table {
 	t.Helper()
 	ctx := Context(t)
-	table, err := fence.New(db.Dialect, name)
+	table, err := fence.New(db.DB, fence.Options{Dialect: db.Dialect, Table: name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := table.Create(ctx, db); err != nil {
+	if err := table.Create(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+name+`_business (
@@ -59,12 +60,19 @@ func Setup(t testing.TB, db DB, name string) *fence.Table {
 	return table
 }
 
-// Fence is what a fence.Table and a fence.Prepared both do.
-type Fence interface {
-	Write(ctx context.Context, tx *sql.Tx, resource string, epoch int64, value string) (leases.WriteResult, error)
-	Observe(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error)
-	Admit(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error)
-	Read(ctx context.Context, tx *sql.Tx, resource string) (leases.Record, bool, error)
+// Fence is a fence.Table's steps as the tests call them: its exported
+// Write and Read, and the tenure's own observe and admit, which a tenure
+// takes and the tests hold to the receiver rule one by one.
+type Fence struct{ *fence.Table }
+
+// Observe is the tenure's first step: the fence raised to epoch.
+func (f Fence) Observe(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
+	return guard.Observe(f.Table, ctx, tx, resource, epoch)
+}
+
+// Admit is each transaction's step of a tenure.
+func (f Fence) Admit(ctx context.Context, tx *sql.Tx, resource string, epoch int64) (leases.WriteResult, error) {
+	return guard.Admit(f.Table, ctx, tx, resource, epoch)
 }
 
 // face is one way of calling a table's statements.
@@ -73,22 +81,11 @@ type face struct {
 	via  Fence
 }
 
-// faces returns both ways of calling table: its statements handed to the
-// driver as text, and prepared on db.
+// faces returns the ways of calling table: one, since the table compiles
+// its statements itself.
 func faces(t testing.TB, db DB, table *fence.Table) []face {
 	t.Helper()
-	return []face{{"text", table}, {"prepared", prepare(t, db, table)}}
-}
-
-// prepare prepares table's statements on db until the test ends.
-func prepare(t testing.TB, db DB, table *fence.Table) *fence.Prepared {
-	t.Helper()
-	prepared, err := table.Prepare(Context(t), db.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = prepared.Close() })
-	return prepared
+	return []face{{"table", Fence{table}}}
 }
 
 // InsertBusiness stores the business row of an accepted write in tx.
@@ -134,4 +131,15 @@ func Row(epoch int64, value string) string { return fmt.Sprintf("%d=%s", epoch, 
 // which looks at nothing but the resource and the epoch.
 func Lease(resource string, epoch int64) leases.Lease {
 	return leases.Lease{Resource: resource, Holder: fmt.Sprintf("holder-%d", epoch), Epoch: epoch}
+}
+
+// On is table opened on another handle of its database, as another
+// process opens it.
+func On(t testing.TB, db *sql.DB, table *fence.Table) *fence.Table {
+	t.Helper()
+	other, err := fence.New(db, fence.Options{Dialect: table.Dialect(), Table: table.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return other
 }

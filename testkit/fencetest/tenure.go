@@ -30,10 +30,7 @@ func tenures(t *testing.T, db DB, table *fence.Table, face face) {
 	resource := t.Name()
 	begin := func(epoch int64) (*fence.Tenure, error) {
 		lease := Lease(resource, epoch)
-		if p, ok := face.via.(*fence.Prepared); ok {
-			return p.Tenure(ctx, db.DB, lease)
-		}
-		return table.Tenure(ctx, db.DB, lease)
+		return face.via.Tenure(ctx, lease)
 	}
 	row := func(tn *fence.Tenure, value string) func(tx *sql.Tx) error {
 		return func(tx *sql.Tx) error { return InsertBusiness(ctx, db, tx, table, resource, tn.Epoch(), value, 0) }
@@ -54,11 +51,11 @@ func tenures(t *testing.T, db DB, table *fence.Table, face face) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Tx(ctx, nil, row(a, "late")); !errors.Is(err, fence.ErrSuperseded) || !leases.IsRefusal(err) {
-		t.Fatalf("tenure 1 after tenure 2 began: %v; want ErrSuperseded", err)
+	if err := a.Tx(ctx, nil, row(a, "late")); !errors.Is(err, leases.ErrStale) || !leases.IsRefusal(err) {
+		t.Fatalf("tenure 1 after tenure 2 began: %v; want ErrStale", err)
 	}
-	if _, err := begin(1); !errors.Is(err, fence.ErrSuperseded) {
-		t.Fatalf("tenure 1 begun after tenure 2: %v; want ErrSuperseded", err)
+	if _, err := begin(1); !errors.Is(err, leases.ErrStale) {
+		t.Fatalf("tenure 1 begun after tenure 2: %v; want ErrStale", err)
 	}
 	failed := errors.New("the work failed")
 	if err := b.Tx(ctx, nil, func(tx *sql.Tx) error {

@@ -267,11 +267,11 @@ func (c *controller) setup(ctx context.Context) {
 	}
 	db := c.open()
 	defer db.Close()
-	fences, err := fence.New(c.env.Dialect, fence.DefaultTable)
+	fences, err := fence.New(db, fence.Options{Dialect: c.env.Dialect})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if err := fences.Create(ctx, db); err != nil {
+	if err := fences.Create(ctx); err != nil {
 		c.t.Fatal(err)
 	}
 	for _, ddl := range chaos.Schema() {

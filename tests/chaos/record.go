@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"leases"
-	"leases/fence"
 	"leases/session"
 )
 
@@ -119,7 +118,7 @@ const (
 var errStop = errors.New("stopped by the controller")
 
 // resultOf names what err says happened. The order matters:
-// fence.ErrSuperseded matches leases.ErrNotHolder, and an ended session
+// leases.ErrStale matches leases.ErrNotHolder, and an ended session
 // matches the context errors and carries the reason it ended.
 func resultOf(err error) string {
 	switch {
@@ -129,7 +128,7 @@ func resultOf(err error) string {
 		return resultStopped
 	case errors.Is(err, leases.ErrOutcomeUnknown):
 		return resultUnknown
-	case errors.Is(err, fence.ErrSuperseded):
+	case errors.Is(err, leases.ErrStale):
 		return resultSuperseded
 	case errors.Is(err, leases.ErrNotLive):
 		// Before the refusals it also matches (expired, not the holder).

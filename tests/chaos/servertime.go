@@ -83,7 +83,7 @@ type tenure interface {
 // the server's clock, and the newest tenure").
 func (w *worker) beginTenure(ctx context.Context, s *session.Session, db *sql.DB, fences *fence.Table, resource string) (tenure, error) {
 	if w.live == nil {
-		t, err := fences.Tenure(ctx, db, s.Lease())
+		t, err := fences.Tenure(ctx, s.Lease())
 		if err != nil {
 			return nil, err
 		}
@@ -106,14 +106,11 @@ func (w *worker) beginTenure(ctx context.Context, s *session.Session, db *sql.DB
 // (ServerTime), the time-to-live in ticks, and the lease the server
 // answered with, whose ticks are the server's.
 type serverRecorder struct {
-	lessor *postgres.ServerClock
+	lessor leases.Lessor
 	w      *worker
 }
 
-var (
-	_ leases.Lessor  = (*serverRecorder)(nil)
-	_ leases.Watcher = (*serverRecorder)(nil)
-)
+var _ leases.Lessor = (*serverRecorder)(nil)
 
 func (r *serverRecorder) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
 	id := r.w.call(Record{Op: "acquire", Resource: resource, Holder: holder, TTL: ttl.Milliseconds(), ServerTime: true})
@@ -137,11 +134,16 @@ func (r *serverRecorder) Release(ctx context.Context, held leases.Lease) error {
 	return err
 }
 
-func (r *serverRecorder) Holder(ctx context.Context, resource string) (leases.Lease, bool, error) {
+func (r *serverRecorder) Lease(ctx context.Context, resource string) (leases.Lease, bool, error) {
 	id := r.w.call(Record{Op: "holder", Resource: resource, ServerTime: true})
-	lease, live, err := r.lessor.Holder(ctx, resource)
+	lease, live, err := r.lessor.Lease(ctx, resource)
 	r.w.ret(id, holderRecord(lease, live, err))
 	return lease, live, err
+}
+
+// Live is the lessor's, unrecorded: the workers never list.
+func (r *serverRecorder) Live(ctx context.Context, resources ...string) ([]leases.Lease, int64, error) {
+	return r.lessor.Live(ctx, resources...)
 }
 
 func (r *serverRecorder) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {

@@ -136,7 +136,7 @@ type worker struct {
 	committing atomic.Bool
 	backend    atomic.Int64
 	// live is the lessor on the server's clock, in the guarded variant.
-	live *postgres.ServerClock
+	live leases.Lessor
 	// tenures is the store whose tenures guard the guarded variant's
 	// transactions.
 	tenures *postgres.Store
@@ -221,7 +221,7 @@ func (w *worker) run(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	fences, err := fence.New(w.cfg.Dialect, fence.DefaultTable)
+	fences, err := fence.New(db, fence.Options{Dialect: w.cfg.Dialect})
 	if err != nil {
 		return err
 	}
@@ -714,10 +714,7 @@ type recorder struct {
 	w    *worker
 }
 
-var (
-	_ leases.Authority = (*recorder)(nil)
-	_ leases.Watcher   = (*recorder)(nil)
-)
+var _ leases.Authority = (*recorder)(nil)
 
 func (r *recorder) Acquire(ctx context.Context, resource, holder string, now, ttl int64) (leases.Lease, error) {
 	id := r.w.call(Record{Op: "acquire", Resource: resource, Holder: holder, Now: now, TTL: ttl})
@@ -742,15 +739,20 @@ func (r *recorder) Release(ctx context.Context, held leases.Lease, now int64) er
 	return err
 }
 
-func (r *recorder) Holder(ctx context.Context, resource string, now int64) (leases.Lease, bool, error) {
+func (r *recorder) Lease(ctx context.Context, resource string, now int64) (leases.Lease, bool, error) {
 	id := r.w.call(Record{Op: "holder", Resource: resource, Now: now})
-	lease, live, err := r.auth.Holder(ctx, resource, now)
+	lease, live, err := r.auth.Lease(ctx, resource, now)
 	r.w.ret(id, holderRecord(lease, live, err))
 	return lease, live, err
 }
 
+// Live is the authority's, unrecorded: the workers never list.
+func (r *recorder) Live(ctx context.Context, now int64, resources ...string) ([]leases.Lease, error) {
+	return r.auth.Live(ctx, now, resources...)
+}
+
 func (r *recorder) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
-	return r.auth.(leases.Watcher).Changed(ctx, resource)
+	return r.auth.Changed(ctx, resource)
 }
 
 // holderRecord is the "ret" of a holder query: the live lease, or none.

@@ -176,7 +176,7 @@ func BenchmarkAcquireAfterAnotherProcess(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			changed, err := waiter.(leases.Watcher).Changed(ctx, "r")
+			changed, err := waiter.Changed(ctx, "r")
 			if err != nil {
 				return err
 			}

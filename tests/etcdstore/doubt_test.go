@@ -72,7 +72,7 @@ func TestAReleaseAfterAnUnknownAcquireIsFinal(t *testing.T) {
 					t.Errorf("%s: the late grant's transaction took effect after the release", resource)
 				}
 				// Another store's look, on what etcd holds.
-				if live, ok, err := side.lessor(newStore(t)).Holder(ctx, resource); err != nil || ok {
+				if live, ok, err := side.lessor(newStore(t)).Lease(ctx, resource); err != nil || ok {
 					t.Fatalf("%s: after the late grant's transaction, the holder is %+v (live %v, %v); Start said nothing is held",
 						resource, live, ok, err)
 				}

@@ -33,13 +33,13 @@ func TestLessorGrantsRenewsAndReleases(t *testing.T) {
 	if _, err := other.Renew(ctx, wrong, time.Second); !errors.Is(err, leases.ErrNotHolder) {
 		t.Fatalf("renew of an epoch never granted: %v; want ErrNotHolder", err)
 	}
-	if live, ok, err := other.Holder(ctx, "r"); err != nil || !ok || live.Holder != "A" || live.Epoch != 1 {
+	if live, ok, err := other.Lease(ctx, "r"); err != nil || !ok || live.Holder != "A" || live.Epoch != 1 {
 		t.Fatalf("holder: %+v, %v, %v", live, ok, err)
 	}
 	if err := l.Release(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := other.Holder(ctx, "r"); err != nil || ok {
+	if _, ok, err := other.Lease(ctx, "r"); err != nil || ok {
 		t.Fatalf("holder after the release: %v, %v", ok, err)
 	}
 	if err := l.Release(ctx, a); !leases.IsRefusal(err) {

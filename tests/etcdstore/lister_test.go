@@ -22,15 +22,15 @@ func TestLessorListsTheLiveLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	contract.Lister(t, ctx, lessor, func(l leases.Lease) {
-		changed, err := lessor.(leases.Watcher).Changed(ctx, l.Resource)
+		changed, err := lessor.Changed(ctx, l.Resource)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, held, err := lessor.Holder(ctx, l.Resource); err != nil || held {
+		if _, held, err := lessor.Lease(ctx, l.Resource); err != nil || held {
 			<-changed // not ended yet: wait for etcd to delete the key
 		}
 	})
-	live, now, err := lessor.(leases.Lister).Live(ctx)
+	live, now, err := lessor.Live(ctx)
 	if err != nil || len(live) != 3 {
 		t.Fatalf("live: %+v, %v", live, err)
 	}

@@ -49,7 +49,7 @@ func TestMemberWithoutLeaderRefusesBeforeCommit(t *testing.T) {
 	// again.
 	a := etcd.New(only, etcd.Options{CallTimeout: 4 * etcdcluster.ElectionMs * time.Millisecond}).Authority()
 	for {
-		live, ok, err := a.Holder(ctx, "r", 0)
+		live, ok, err := a.Lease(ctx, "r", 0)
 		if err == nil {
 			if !ok || live != held {
 				t.Fatalf("the holder before the partition: %+v, %v; want %+v", live, ok, held)
@@ -80,7 +80,7 @@ func TestMemberWithoutLeaderRefusesBeforeCommit(t *testing.T) {
 			t.Fatalf("renew through a member cut off, attempt %d: %v; want etcd.ErrNoLeader once it knows it has no leader, and before that only the call's bound", attempt, err)
 		}
 	}
-	if _, _, err := a.Holder(ctx, "r", 1); !errors.Is(err, etcd.ErrNoLeader) || errors.Is(err, leases.ErrOutcomeUnknown) {
+	if _, _, err := a.Lease(ctx, "r", 1); !errors.Is(err, etcd.ErrNoLeader) || errors.Is(err, leases.ErrOutcomeUnknown) {
 		t.Fatalf("a read through a member without a leader: %v; want a failure before commit naming etcd.ErrNoLeader", err)
 	}
 }
@@ -298,7 +298,7 @@ func TestAReadOutlivesAChangeOfLeader(t *testing.T) {
 		a := etcd.New(through, etcd.Options{Prefix: prefix(t), CallTimeout: callBound(t)}).Authority()
 		// The store's guess of the row, so that the acquire is a refusal
 		// to confirm (a transaction that writes nothing), not a write.
-		if _, _, err := a.Holder(ctx, "r", int64(round)); err != nil {
+		if _, _, err := a.Lease(ctx, "r", int64(round)); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Pause(leader); err != nil {
@@ -307,11 +307,11 @@ func TestAReadOutlivesAChangeOfLeader(t *testing.T) {
 		var held bool
 		var queried, refused error
 		if round%2 == 0 {
-			_, held, queried = a.Holder(ctx, "r", int64(round))
+			_, held, queried = a.Lease(ctx, "r", int64(round))
 			_, refused = a.Acquire(ctx, "r", "B", int64(round), 1)
 		} else {
 			_, refused = a.Acquire(ctx, "r", "B", int64(round), 1)
-			_, held, queried = a.Holder(ctx, "r", int64(round))
+			_, held, queried = a.Lease(ctx, "r", int64(round))
 		}
 		if err := c.Continue(leader); err != nil {
 			t.Fatal(err)
