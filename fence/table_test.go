@@ -20,8 +20,8 @@ func TestNewRefusesAllButPlainNames(t *testing.T) {
 		{fence.PostgreSQL, "_fence2", true},
 		{fence.PostgreSQL, strings.Repeat("f", 63), true},
 		{fence.PostgreSQL, strings.Repeat("f", 64), false}, // PostgreSQL would truncate it
-		{fence.SQLite, "", true}, // the zero value: DefaultTable
-		{fence.SQLite, "Fence", false}, // PostgreSQL folds unquoted names to lower case
+		{fence.SQLite, "", true},                           // the zero value: DefaultTable
+		{fence.SQLite, "Fence", false},                     // PostgreSQL folds unquoted names to lower case
 		{fence.SQLite, "2fence", false},
 		{fence.SQLite, "sqlite_fence", false},
 		{fence.PostgreSQL, "fence-table", false},
