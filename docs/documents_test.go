@@ -217,3 +217,15 @@ func packageName(p string) string {
 	}
 	return last
 }
+
+// The README stays short (issue 21: at most 200 lines): the rest is in
+// docs/.
+func TestReadmeIsShort(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(data), "\n"); lines > 200 {
+		t.Fatalf("README.md has %d lines; keep it at 200 at most, and move the rest to docs/", lines)
+	}
+}

@@ -29,7 +29,7 @@ const (
 	epoch       {integer} NOT NULL CHECK (epoch >= 1),
 	value_epoch {integer} CHECK (value_epoch >= 1),
 	value       {text},
-	-- the marker of admitted transactions (see markers):
+	-- the marker of admitted transactions (Tenure.Resolve reads it):
 	tx_seq      {integer} NOT NULL DEFAULT 0, -- transactions admitted, counted
 	tx_tag      {integer},                    -- the last one's tag
 	prev_epoch  {integer},                    -- the marker as it stood when the fence
