@@ -1,22 +1,9 @@
-package chaos
+package history
 
 import (
 	"fmt"
 	"time"
 )
-
-// GuardedChecks are the properties that the guarded variant keeps beyond
-// Checks: what the guard in the user's transaction (the store's Tenure, on the
-// server's clock) adds to the fence. They look only at grants and
-// transactions made on the server's clock (Record.ServerTime), and find
-// nothing in the other variants.
-func GuardedChecks() []Check {
-	return []Check{
-		{"no row of epoch e commits after the grant of epoch e+1 returned", noRowAfterTheNextGrant},
-		{"no guarded row of a transaction begun at or after its lease's expiry", noRowAfterExpiry},
-		{"no row committed after its lease's expiry on the server's clock (commit timestamps)", noCommitAfterExpiry},
-	}
-}
 
 // leaseEnds are, by resource and epoch, the latest moment (wall clock,
 // nanoseconds) at which each lease can have been live on the server's
@@ -36,20 +23,20 @@ func leaseEnds(h *History) map[key]int64 {
 		}
 		k := key{op.Call.Resource, op.Call.Epoch}
 		switch {
-		case op.Call.Op == "acquire" && (op.Result() == resultOK || op.Result() == resultUnknown) && op.Ret.Lease != nil:
+		case op.Call.Op == "acquire" && (op.Result() == ResultOK || op.Result() == ResultUnknown) && op.Ret.Lease != nil:
 			k.epoch = op.Ret.Lease.Epoch
 			expiry[k] = max(expiry[k], op.Ret.Lease.ExpiresAt)
-		case op.Call.Op == "renew" && op.Result() == resultOK:
+		case op.Call.Op == "renew" && op.Result() == ResultOK:
 			expiry[k] = max(expiry[k], op.Ret.Lease.ExpiresAt)
-		case op.Call.Op == "renew" && op.Result() == resultUnknown:
+		case op.Call.Op == "renew" && op.Result() == ResultUnknown:
 			expiry[k] = max(expiry[k], op.Ret.T/int64(time.Millisecond)+op.Call.TTL)
-		case op.Call.Op == "renew" && op.Result() == resultKilled:
-			if killed, ok := h.Killed[op.Worker]; ok {
-				expiry[k] = max(expiry[k], killed/int64(time.Millisecond)+op.Call.TTL)
+		case op.Call.Op == "renew" && op.Result() == ResultKilled:
+			if op.Killed != nil {
+				expiry[k] = max(expiry[k], op.Killed.T/int64(time.Millisecond)+op.Call.TTL)
 			} else {
 				vague[k] = true
 			}
-		case op.Call.Op == "release" && op.Result() == resultOK:
+		case op.Call.Op == "release" && op.Result() == ResultOK:
 			released[k] = op.Ret.T
 		}
 	}
@@ -138,7 +125,7 @@ func (h *History) CommitMargins() CommitMargins {
 // that granted each epoch, by resource and epoch.
 func nextGrants(h *History) map[key]int64 {
 	granted := map[key]int64{}
-	for _, op := range h.opsOf("acquire", resultOK) {
+	for _, op := range h.opsOf("acquire", ResultOK) {
 		if op.Call.ServerTime {
 			granted[key{op.Ret.Lease.Resource, op.Ret.Lease.Epoch}] = op.Ret.T
 		}
@@ -205,7 +192,7 @@ type heldCommit struct {
 // backend continued.
 func (h *History) held() []heldCommit {
 	grants := map[key]*Op{}
-	for _, op := range h.opsOf("acquire", resultOK) {
+	for _, op := range h.opsOf("acquire", ResultOK) {
 		if op.Call.ServerTime {
 			grants[key{op.Ret.Lease.Resource, op.Ret.Lease.Epoch}] = op
 		}
@@ -249,13 +236,13 @@ func expiries(h *History) map[key]int64 {
 			continue
 		}
 		switch {
-		case op.Call.Op == "acquire" && op.Result() == resultOK:
+		case op.Call.Op == "acquire" && op.Result() == ResultOK:
 			k := key{op.Ret.Lease.Resource, op.Ret.Lease.Epoch}
 			expiry[k] = max(expiry[k], op.Ret.Lease.ExpiresAt)
-		case op.Call.Op == "renew" && op.Result() == resultOK:
+		case op.Call.Op == "renew" && op.Result() == ResultOK:
 			k := key{op.Call.Resource, op.Call.Epoch}
 			expiry[k] = max(expiry[k], op.Ret.Lease.ExpiresAt)
-		case op.Call.Op == "renew" && (op.Result() == resultUnknown || op.Result() == resultKilled):
+		case op.Call.Op == "renew" && (op.Result() == ResultUnknown || op.Result() == ResultKilled):
 			vague[key{op.Call.Resource, op.Call.Epoch}] = true
 		}
 	}
@@ -317,7 +304,7 @@ func (h *History) HeldPastExpiry() HeldPastExpiry {
 	granted, expiry, rows := nextGrants(h), expiries(h), h.rowsByOp()
 	acquires := h.opsOf("acquire")
 	for _, op := range h.Ops {
-		if op.Call.ServerTime && op.Result() == resultNotLive {
+		if op.Call.ServerTime && op.Result() == ResultNotLive {
 			f.NotLive++
 		}
 	}
