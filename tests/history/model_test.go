@@ -126,6 +126,29 @@ func TestModelAndChecksTellRightFromWrong(t *testing.T) {
 			s.tenure("A", 1, 0)
 			s.h.Epochs["r"] = 1
 		}, false, []string{"the fence is the newest committed tenure and covers every row"}},
+		// The evidence's fenced receiver, as the stress tests' workers use it.
+		{"the fenced receiver: a write, its replay, a conflict, a fence, a stale write, a read", func(s *scripted) {
+			s.acquire("A", 0, 10, ResultOK, 1)
+			s.write("A", 1, "a", leases.Accepted, leases.Record{Epoch: 1, ValueEpoch: 1, Value: "a"})
+			s.write("A", 1, "a", leases.Replay, leases.Record{Epoch: 1, ValueEpoch: 1, Value: "a"})
+			s.write("A", 1, "b", leases.Conflict, leases.Record{Epoch: 1, ValueEpoch: 1, Value: "a"})
+			s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 5}, ResultOK, Record{})
+			s.acquire("B", 6, 10, ResultOK, 2)
+			s.fence("B", 2, leases.Accepted, leases.Record{Epoch: 2, ValueEpoch: 1, Value: "a"})
+			s.write("A", 1, "c", leases.Stale, leases.Record{Epoch: 2, ValueEpoch: 1, Value: "a"})
+			s.op("B", "read", Record{Resource: "r"}, ResultOK, Record{Found: true, Stored: &leases.Record{Epoch: 2, ValueEpoch: 1, Value: "a"}})
+			s.h.Epochs["r"] = 2
+			s.h.Records = map[string]leases.Record{"r": {Epoch: 2, ValueEpoch: 1, Value: "a"}}
+		}, true, nil},
+		{"the fenced receiver: a write accepted below the fence", func(s *scripted) {
+			s.acquire("A", 0, 10, ResultOK, 1)
+			s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 5}, ResultOK, Record{})
+			s.acquire("B", 6, 10, ResultOK, 2)
+			s.fence("B", 2, leases.Accepted, leases.Record{Epoch: 2})
+			s.write("A", 1, "a", leases.Accepted, leases.Record{Epoch: 1, ValueEpoch: 1, Value: "a"})
+			s.h.Epochs["r"] = 2
+			s.h.Records = map[string]leases.Record{"r": {Epoch: 2, ValueEpoch: 1, Value: "a"}}
+		}, false, []string{"the receiver's fence never goes down, and nothing is accepted below it"}},
 		// On the server's clock: ticks that the answers show, or none.
 		{"server's clock: a grant, a renewal, a refusal, a release, the next grant", func(s *scripted) {
 			s.server("A", "acquire", 0, 10, ResultOK, lease("A", 1, 100, 110))
@@ -201,6 +224,9 @@ func TestModelAndChecksTellRightFromWrong(t *testing.T) {
 			result, _, _ := s.h.Linearizable(time.Minute)
 			if want := map[bool]porcupine.CheckResult{true: porcupine.Ok, false: porcupine.Illegal}[c.legal]; result != want {
 				t.Errorf("porcupine says %s; want %s", result, want)
+			}
+			if !c.legal && readsAround(s.h.porcupineOps(), time.Minute) {
+				t.Errorf("readsAround found a linearization of a history that has none")
 			}
 			found := map[string][]string{}
 			for _, check := range Checks(time.Millisecond) {
