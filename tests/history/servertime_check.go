@@ -142,6 +142,26 @@ func (o *Op) sentAt() int64 {
 	return o.Call.T
 }
 
+// guardedRow is a transaction admitted on the server's clock, and the
+// row it committed.
+type guardedRow struct {
+	*Op
+	row Row
+}
+
+// guardedRows are the transactions admitted on the server's clock whose
+// row committed, in the order of their calls.
+func (h *History) guardedRows() []guardedRow {
+	rows := h.rowsByOp()
+	var got []guardedRow
+	for _, op := range h.opsOf("tx") {
+		if row, committed := rows[op.Call.OpID]; committed && op.Call.ServerTime {
+			got = append(got, guardedRow{op, row})
+		}
+	}
+	return got
+}
+
 // noRowAfterTheNextGrant: the gap that the guard closes, also for a
 // holder paused past its expiry before the next holder has acted. A
 // business row of epoch e whose COMMIT was sent after the grant of
@@ -151,13 +171,9 @@ func (o *Op) sentAt() int64 {
 // guard after the grant answers NotLive.
 func noRowAfterTheNextGrant(h *History) []string {
 	granted := nextGrants(h)
-	rows := h.rowsByOp()
 	var bad []string
-	for _, op := range h.opsOf("tx") {
-		row, committed := rows[op.Call.OpID]
-		if !committed || !op.Call.ServerTime {
-			continue
-		}
+	for _, op := range h.guardedRows() {
+		row := op.row
 		if g, ok := granted[key{row.Resource, row.Epoch + 1}]; ok && op.sentAt() > g {
 			bad = append(bad, fmt.Sprintf("LATE ROW: %s#%d at epoch %d by %s: its COMMIT was sent %v after the grant of epoch %d returned, and it committed",
 				row.Resource, row.Seq, row.Epoch, row.Writer, time.Duration(op.sentAt()-g).Round(time.Microsecond), row.Epoch+1))
@@ -258,13 +274,9 @@ func expiries(h *History) map[key]int64 {
 // clock), when the lease was no longer live.
 func noRowAfterExpiry(h *History) []string {
 	expiry := expiries(h)
-	rows := h.rowsByOp()
 	var bad []string
-	for _, op := range h.opsOf("tx") {
-		row, committed := rows[op.Call.OpID]
-		if !committed || !op.Call.ServerTime {
-			continue
-		}
+	for _, op := range h.guardedRows() {
+		row := op.row
 		if e, ok := expiry[key{row.Resource, row.Epoch}]; ok && op.Call.Tick >= e {
 			bad = append(bad, fmt.Sprintf("EXPIRED ROW: %s#%d at epoch %d by %s: its transaction began at tick %d, %d ms after the lease's expiry tick %d, and it committed",
 				row.Resource, row.Seq, row.Epoch, row.Writer, op.Call.Tick, op.Call.Tick-e, e))
