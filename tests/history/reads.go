@@ -20,8 +20,9 @@ import (
 // Porcupine alone searches every order of the operations that change
 // nothing whenever it must go back, and those are most of a contended
 // history (the held refusals and stale writes of the load test, which
-// its controller hears of only after the holder's replies): 16 workers
-// for 300 rounds took it 97 s, where the shortcut takes milliseconds.
+// its controller hears of only after the holder's replies): on the
+// 10,426 operations of 16 workers for 300 rounds it had not decided
+// after 6m40s, where the shortcut took 109 ms (2026-12-02).
 func readsAround(ops []porcupine.Operation, timeout time.Duration) bool {
 	for _, part := range Model.Partition(ops) {
 		var changing, unchanging []porcupine.Operation
