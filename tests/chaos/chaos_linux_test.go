@@ -4,18 +4,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
-
 	"leases/fence"
 	"leases/testkit/testctx"
-	"leases/tests/chaos"
+	"leases/tests/history"
 )
 
 // soakEnv turns the short form into a soak: LEASES_CHAOS_SOAK=DURATION
@@ -114,41 +111,13 @@ func config(t *testing.T, dialect fence.Dialect, etcd bool) Config {
 }
 
 // check runs every check on h and reports the run's figures.
-func (c *controller) check(h *chaos.History, ran time.Duration) {
+func (c *controller) check(h *history.History, ran time.Duration) {
 	t := c.t
-	checks, violations := 0, 0
-	list := chaos.Checks(doneTolerance)
 	if c.cfg.Guarded {
-		list = append(list, chaos.GuardedChecks()...)
 		h.Held = c.guarded.held
 	}
-	for _, check := range list {
-		checks++
-		bad := check.Run(h)
-		violations += len(bad)
-		for _, b := range bad[:min(len(bad), 5)] {
-			t.Errorf("%s: %s", check.Name, b)
-		}
-		if len(bad) > 5 {
-			t.Errorf("%s: and %d more", check.Name, len(bad)-5)
-		}
-	}
-	checks++
-	began := time.Now()
-	result, info, n := h.Linearizable(testctx.Bound(t) / 2)
-	linearized := time.Since(began)
-	switch result {
-	case porcupine.Illegal:
-		violations++
-		dir, err := os.MkdirTemp("", "leases-chaos-")
-		path := filepath.Join(dir, "history.html")
-		if err == nil {
-			err = porcupine.VisualizePath(chaos.Model.ToModel(), info, path)
-		}
-		t.Errorf("the history is not linearizable against the model of the authority and the fence: see %s (%v)", path, err)
-	case porcupine.Unknown:
-		t.Errorf("porcupine did not decide within its bound")
-	}
+	verdict := history.Verify(h, history.Options{DoneTolerance: doneTolerance, Timeout: testctx.Bound(t) / 2})
+	verdict.Report(t, fmt.Sprintf("seed %d", c.cfg.Seed))
 	t.Logf("ran %v with %d workers (%d processes), TTL %v, %d transactions per tenure, up to %v of work before each",
 		ran.Round(time.Millisecond), c.cfg.Workers, len(c.procs), c.cfg.TTL, c.cfg.TxPerTenure, c.cfg.Work)
 	t.Logf("operations: %s", opFigures(h))
@@ -214,12 +183,11 @@ func (c *controller) check(h *chaos.History, ran time.Duration) {
 	if c.cfg.Guarded {
 		c.logGuarded(h)
 	}
-	t.Logf("checks: %d (porcupine: %s on %d operations in %v); violations found: %d",
-		checks, result, n, linearized.Round(time.Millisecond), violations)
+	t.Logf("%v", verdict)
 }
 
 // opFigures counts the operations by kind and result.
-func opFigures(h *chaos.History) string {
+func opFigures(h *history.History) string {
 	counts := map[string]map[string]int{}
 	for _, op := range h.Ops {
 		if counts[op.Call.Op] == nil {

@@ -31,6 +31,7 @@ import (
 	"leases/sqlite"
 	"leases/testkit/testctx"
 	"leases/tests/chaos"
+	"leases/tests/history"
 )
 
 // Config is one run of the chaos test: its workers, its leases, how long
@@ -105,10 +106,10 @@ type proc struct {
 	stdin        *os.File
 	out          bytes.Buffer // every line it wrote; the reader's until exited
 	stderr       *tail
-	pausedSince  int64         // when it was stopped; 0 while it runs
-	pendingAt    *chaos.Record // a point it announced while stopped
-	parked       bool          // waiting at a point for the answer
-	holding      bool          // holds a session (from Wait's return to its Done)
+	pausedSince  int64           // when it was stopped; 0 while it runs
+	pendingAt    *history.Record // a point it announced while stopped
+	parked       bool            // waiting at a point for the answer
+	holding      bool            // holds a session (from Wait's return to its Done)
 	killed       bool
 	exited       bool
 }
@@ -116,7 +117,7 @@ type proc struct {
 type (
 	atEvent struct {
 		p  *proc
-		at chaos.Record
+		at history.Record
 	}
 	exitEvent struct {
 		p   *proc
@@ -178,7 +179,7 @@ type controller struct {
 	clusterAt                       map[string][]int64
 	lastFault, lastGrant, lastWrite int64
 	faults                          map[string]int
-	stopped                         map[string][]chaos.Interval
+	stopped                         map[string][]history.Interval
 	downtime                        []time.Duration
 	// backends are the database backends stopped now, to continue by
 	// the end whatever happens: a stopped backend would hold the server's
@@ -194,7 +195,7 @@ func run(t *testing.T, cfg Config) {
 	ctx := testctx.Context(t)
 	dir := t.TempDir()
 	c := &controller{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1)), events: make(chan any, 64),
-		live: map[string]*proc{}, faults: map[string]int{}, stopped: map[string][]chaos.Interval{}, backends: map[int]bool{},
+		live: map[string]*proc{}, faults: map[string]int{}, stopped: map[string][]history.Interval{}, backends: map[int]bool{},
 		clusterAt: map[string][]int64{}, killed: map[string]int64{}}
 	t.Logf("seed %d (LEASES_CHAOS_SEED replays the same choices of faults)", cfg.Seed)
 	c.env = chaos.WorkerConfig{Lessor: dir + "/leases.db", Dialect: fence.SQLite, DSN: "file:" + dir + "/app.db" + sqliteParams,
@@ -348,11 +349,11 @@ func (c *controller) read(p *proc, stdout *os.File) {
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	waits, txs := map[int64]bool{}, map[int64]bool{}
-	accepting := map[int64]chaos.Record{} // acquires, renewals, transactions under way
+	accepting := map[int64]history.Record{} // acquires, renewals, transactions under way
 	for lines.Scan() {
 		p.out.Write(lines.Bytes())
 		p.out.WriteByte('\n')
-		var r chaos.Record
+		var r history.Record
 		if json.Unmarshal(lines.Bytes(), &r) != nil {
 			continue // a line cut short by a kill
 		}
@@ -433,7 +434,7 @@ func (c *controller) loop(ctx context.Context) {
 				c.stop()
 				continue
 			}
-			c.stopped["server"] = append(c.stopped["server"], chaos.Interval{From: ev.from, To: ev.to})
+			c.stopped["server"] = append(c.stopped["server"], history.Interval{From: ev.from, To: ev.to})
 			c.downtime = append(c.downtime, time.Duration(ev.to-ev.from))
 			if !c.stopping {
 				time.AfterFunc(c.interval(c.cfg.CrashMin, c.cfg.CrashMax), func() { c.events <- crashEvent{} })
@@ -513,7 +514,7 @@ func (c *controller) chance(kind string, p float64) bool {
 }
 
 // at answers a worker that reached point: go on, or a fault there.
-func (c *controller) at(p *proc, at chaos.Record) {
+func (c *controller) at(p *proc, at history.Record) {
 	if p.killed || p.exited {
 		return
 	}
@@ -619,7 +620,7 @@ func (c *controller) stopBackend(p *proc, backend int) bool {
 // renewing the lease (on connections of its own), so that the COMMIT,
 // when the backend reads it, may commit: a Resolve that answered "not
 // committed" before the backend was done would then be wrong.
-func (c *controller) cut(p *proc, at chaos.Record) {
+func (c *controller) cut(p *proc, at history.Record) {
 	if !c.stopBackend(p, at.Pid) {
 		c.answer(p, "go")
 		return
@@ -642,7 +643,7 @@ func (c *controller) resume(p *proc, answer string) {
 	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		c.failures = append(c.failures, fmt.Sprintf("continue %s: %v", p.holder, err))
 	}
-	c.stopped[p.holder] = append(c.stopped[p.holder], chaos.Interval{From: p.pausedSince, To: time.Now().UnixNano()})
+	c.stopped[p.holder] = append(c.stopped[p.holder], history.Interval{From: p.pausedSince, To: time.Now().UnixNano()})
 	p.pausedSince = 0
 	if at := p.pendingAt; at != nil {
 		p.pendingAt = nil
@@ -656,7 +657,7 @@ func (c *controller) kill(p *proc, kind string) {
 	c.killed[p.holder] = time.Now().UnixNano()
 	c.faults[kind]++
 	if p.pausedSince != 0 {
-		c.stopped[p.holder] = append(c.stopped[p.holder], chaos.Interval{From: p.pausedSince, To: time.Now().UnixNano()})
+		c.stopped[p.holder] = append(c.stopped[p.holder], history.Interval{From: p.pausedSince, To: time.Now().UnixNano()})
 		p.pausedSince = 0
 	}
 }
@@ -800,9 +801,8 @@ func (c *controller) interval(lo, hi time.Duration) time.Duration {
 }
 
 // history gathers the workers' records and the databases' final state.
-func (c *controller) history(ctx context.Context) *chaos.History {
-	h := &chaos.History{Stopped: c.stopped, Fences: map[string]int64{}, Counters: map[string]int64{}, Epochs: map[string]int64{},
-		Killed: c.killed}
+func (c *controller) history(ctx context.Context) *history.History {
+	h := &history.History{Stopped: c.stopped, Fences: map[string]int64{}, Counters: map[string]int64{}, Epochs: map[string]int64{}}
 	if dir := os.Getenv(keepEnv); dir != "" {
 		if err := os.MkdirAll(filepath.Join(dir, c.t.Name()), 0o755); err != nil {
 			c.t.Error(err)
@@ -826,6 +826,13 @@ func (c *controller) history(ctx context.Context) *chaos.History {
 		if err := h.Read(p.holder, &p.out); err != nil {
 			c.t.Fatal(err)
 		}
+		// A killed worker's calls still open will never return; what
+		// they sent may still take effect (a server, a cluster).
+		if at, killed := c.killed[p.holder]; killed {
+			if err := h.Add(p.holder, history.Record{Kind: "killed", T: at}); err != nil {
+				c.t.Fatal(err)
+			}
+		}
 	}
 	db := c.open()
 	defer db.Close()
@@ -834,7 +841,7 @@ func (c *controller) history(ctx context.Context) *chaos.History {
 		c.t.Fatal(err)
 	}
 	for rows.Next() {
-		var r chaos.Row
+		var r history.Row
 		if err := rows.Scan(&r.Resource, &r.Seq, &r.Epoch, &r.Writer, &r.OpID, &r.CommittedAt); err != nil {
 			c.t.Fatal(err)
 		}
@@ -866,7 +873,7 @@ func (c *controller) history(ctx context.Context) *chaos.History {
 // keys under etcd.DefaultPrefix), the last epoch of each resource, and
 // every write of the rows from the cluster's history (nothing compacts
 // it): a watch from the first revision, up to the rows' latest write.
-func (c *controller) readEtcd(ctx context.Context, h *chaos.History) {
+func (c *controller) readEtcd(ctx context.Context, h *history.History) {
 	client, err := c.cluster.Client(ctx)
 	if err != nil {
 		c.t.Fatal(err)
@@ -892,7 +899,7 @@ func (c *controller) readEtcd(ctx context.Context, h *chaos.History) {
 	}
 	watch, stop := context.WithCancel(ctx)
 	defer stop()
-	h.LessorRows = []chaos.RowWrite{}
+	h.LessorRows = []history.RowWrite{}
 	for resp := range client.Watch(watch, prefix, clientv3.WithPrefix(), clientv3.WithRev(1)) {
 		if err := resp.Err(); err != nil {
 			c.t.Fatalf("the lease rows' history: %v", err)
@@ -900,7 +907,7 @@ func (c *controller) readEtcd(ctx context.Context, h *chaos.History) {
 		var reached int64
 		for _, ev := range resp.Events {
 			resource, row := decode(ev.Kv)
-			h.LessorRows = append(h.LessorRows, chaos.RowWrite{Resource: resource, Holder: row.Holder, Epoch: row.Epoch,
+			h.LessorRows = append(h.LessorRows, history.RowWrite{Resource: resource, Holder: row.Holder, Epoch: row.Epoch,
 				Held: row.Held, Revision: ev.Kv.ModRevision})
 			reached = max(reached, ev.Kv.ModRevision)
 		}

@@ -12,16 +12,17 @@
 //
 // Every worker records each operation it makes, with the wall-clock
 // times of its invocation and its return, as JSON lines on its standard
-// output. From those records and from what the databases hold afterwards,
-// the test checks the safety properties of the path directly (epochs in
-// commit order, the fence, who was granted what, the session's checks and
-// its end, every Resolve's answer against the rows; in the guarded
-// variant, each row's commit timestamp against its lease's expiry on the
-// server's clock) and checks the whole history of grants, renewals, releases
-// and fenced transactions for linearizability against a sequential model
-// of the authority and the fence (github.com/anishathalye/porcupine).
+// output (a history.Recorder). From those records and from what the
+// databases hold afterwards, package history checks the run, as it does
+// the stress tests': the safety properties of the path directly (epochs
+// in commit order, the fence, who was granted what, the authority's
+// tenures, the session's checks and its end, every Resolve's answer
+// against the rows; in the guarded variant, each row's commit timestamp
+// against its lease's expiry on the server's clock), and the whole
+// history of grants, renewals, releases and fenced transactions for
+// linearizability against a sequential model of the authority and the
+// fence (github.com/anishathalye/porcupine).
 //
-// The worker role, the records and the checks are portable code; the
-// controller, which sends signals and runs PostgreSQL and etcd, runs on
-// Linux.
+// The worker role is portable code; the controller, which sends
+// signals and runs PostgreSQL and etcd, runs on Linux.
 package chaos

@@ -10,6 +10,7 @@ import (
 	"leases/fence"
 	"leases/postgres"
 	"leases/session"
+	"leases/tests/history"
 )
 
 // The guarded variant runs the path docs/postgres.md gives a team with
@@ -91,7 +92,7 @@ func (w *worker) beginTenure(ctx context.Context, s *session.Session, db *sql.DB
 	}
 	// Granted, the tenure not begun: where the controller holds a new
 	// holder back while a stale one goes on (see the controller).
-	if !w.announce(Record{Kind: "at", Point: "granted", Resource: resource, Epoch: s.Epoch()}) {
+	if !w.announce(history.Record{Kind: "at", Point: "granted", Resource: resource, Epoch: s.Epoch()}) {
 		return nil, errStop
 	}
 	t, err := w.tenures.Tenure(ctx, s.Lease())
@@ -113,31 +114,31 @@ type serverRecorder struct {
 var _ leases.Lessor = (*serverRecorder)(nil)
 
 func (r *serverRecorder) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
-	id := r.w.call(Record{Op: "acquire", Resource: resource, Holder: holder, TTL: ttl.Milliseconds(), ServerTime: true})
+	id := r.w.call(history.Record{Op: "acquire", Resource: resource, Holder: holder, TTL: ttl.Milliseconds(), ServerTime: true})
 	lease, err := r.lessor.Acquire(ctx, resource, holder, ttl)
-	r.w.ret(id, leaseRecord(lease, err))
+	r.w.ret(id, history.LeaseReturn(lease, err))
 	return lease, err
 }
 
 func (r *serverRecorder) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
-	id := r.w.call(Record{Op: "renew", Resource: held.Resource, Holder: held.Holder, Epoch: held.Epoch,
+	id := r.w.call(history.Record{Op: "renew", Resource: held.Resource, Holder: held.Holder, Epoch: held.Epoch,
 		TTL: ttl.Milliseconds(), ServerTime: true})
 	lease, err := r.lessor.Renew(ctx, held, ttl)
-	r.w.ret(id, leaseRecord(lease, err))
+	r.w.ret(id, history.LeaseReturn(lease, err))
 	return lease, err
 }
 
 func (r *serverRecorder) Release(ctx context.Context, held leases.Lease) error {
-	id := r.w.call(Record{Op: "release", Resource: held.Resource, Holder: held.Holder, Epoch: held.Epoch, ServerTime: true})
+	id := r.w.call(history.Record{Op: "release", Resource: held.Resource, Holder: held.Holder, Epoch: held.Epoch, ServerTime: true})
 	err := r.lessor.Release(ctx, held)
-	r.w.ret(id, leaseRecord(leases.Lease{}, err))
+	r.w.ret(id, history.LeaseReturn(leases.Lease{}, err))
 	return err
 }
 
 func (r *serverRecorder) Lease(ctx context.Context, resource string) (leases.Lease, bool, error) {
-	id := r.w.call(Record{Op: "holder", Resource: resource, ServerTime: true})
+	id := r.w.call(history.Record{Op: "holder", Resource: resource, ServerTime: true})
 	lease, live, err := r.lessor.Lease(ctx, resource)
-	r.w.ret(id, holderRecord(lease, live, err))
+	r.w.ret(id, history.HolderReturn(lease, live, err))
 	return lease, live, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"leases/fence"
 	"leases/postgres"
 	"leases/tests/chaos"
+	"leases/tests/history"
 )
 
 // guardedConfig is the guarded variant's run: the PostgreSQL variant's
@@ -42,7 +43,7 @@ func serverSettings(cfg Config) []string {
 }
 
 // committedAt is the expression of a business row's commit time
-// (chaos.Row.CommittedAt) in the controller's look at the rows: the
+// (history.Row.CommittedAt) in the controller's look at the rows: the
 // commit timestamp of the transaction that inserted it (xmin), in
 // nanoseconds, where the server keeps them; 0 elsewhere.
 func (c *controller) committedAt() string {
@@ -64,7 +65,7 @@ func (c *controller) createLeases(ctx context.Context, db *sql.DB) {
 }
 
 // logGuarded reports what the guard did in the run.
-func (c *controller) logGuarded(h *chaos.History) {
+func (c *controller) logGuarded(h *history.History) {
 	f := h.HeldPastExpiry()
 	c.t.Logf("guarded: %d tenures and transactions refused NotLive; %d admitted transactions whose holder was stopped past its lease's expiry while another worker acquired (%d of them committed, %d rolled back); %d COMMITs sent after the next epoch's grant returned, %d of them committed (late rows)",
 		f.NotLive, f.Situations, f.Committed, f.Situations-f.Committed, f.SentAfterGrant, f.LateRows)
@@ -81,7 +82,7 @@ func (c *controller) logGuarded(h *chaos.History) {
 type guardedRun struct {
 	ops  map[int]string // by backend pid: the transaction's OpID
 	db   *sql.DB        // the controller's look at the rows
-	held []chaos.HeldCommit
+	held []history.HeldCommit
 	// stale are the workers in faultStaleAfterCheck, from their stop to
 	// the return of their transaction; meanwhile every new holder that
 	// announces its grant waits in waiting, so that the stale worker's
@@ -135,7 +136,7 @@ func (c *controller) txDone(p *proc) {
 
 // holdCommit notes which transaction's COMMIT the backend at.Pid is
 // about to hold (the guarded variant).
-func (c *controller) holdCommit(at chaos.Record) {
+func (c *controller) holdCommit(at history.Record) {
 	if !c.cfg.Guarded || at.Pid == 0 {
 		return
 	}
@@ -162,7 +163,7 @@ func (c *controller) beforeContinue(ctx context.Context, pid int) {
 	var n int
 	err := c.guarded.db.QueryRowContext(ctx, `SELECT count(*) FROM chaos_rows WHERE op = $1`, opID).Scan(&n)
 	if err == nil {
-		c.guarded.held = append(c.guarded.held, chaos.HeldCommit{OpID: opID, At: time.Now().UnixNano(), Visible: n > 0})
+		c.guarded.held = append(c.guarded.held, history.HeldCommit{OpID: opID, At: time.Now().UnixNano(), Visible: n > 0})
 	}
 }
 

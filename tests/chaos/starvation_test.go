@@ -3,6 +3,8 @@ package chaos
 import (
 	"testing"
 	"time"
+
+	"leases/tests/history"
 )
 
 // The starvation a worker records is what the checks subtract from a
@@ -44,18 +46,18 @@ func TestStarvationCountsEveryLatenessWhereItWas(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			at := time.Unix(1000, 0)
 			m := starvationMeter{since: at}
-			h := &History{}
+			h := &history.History{}
 			var due time.Time
 			for _, late := range c.late {
 				due = at.Add(starvationTick)
 				at = due.Add(late)
 				for _, r := range m.tick(due, at) {
-					if err := h.add("w", r, nil); err != nil {
+					if err := h.Add("w", r); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
-			got := h.starvedBetween("w", due.Add(c.from).UnixNano(), due.Add(c.until).UnixNano())
+			got := h.StarvedBetween("w", due.Add(c.from).UnixNano(), due.Add(c.until).UnixNano())
 			if diff := got - c.want; diff < -c.want/20 || diff > c.want/20 {
 				t.Errorf("starved %v in the window; want %v", got, c.want)
 			}

@@ -13,7 +13,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +33,7 @@ import (
 	"leases/postgres"
 	"leases/session"
 	"leases/sqlite"
+	"leases/tests/history"
 )
 
 // WorkerEnv names the environment variable that carries a worker's
@@ -125,11 +125,8 @@ type worker struct {
 	cfg     WorkerConfig
 	sql     statements
 	rng     *rand.Rand
-	outMu   sync.Mutex
-	out     *json.Encoder
-	answers <-chan string // the controller's answers to "at"; closed when its input ends
-	nextID  int64
-	idMu    sync.Mutex
+	rec     *history.Recorder // its records, as JSON lines on its standard output
+	answers <-chan string     // the controller's answers to "at"; closed when its input ends
 	// committing is set while a transaction of a tenure commits, so that
 	// only those commits are announced; backend is the PostgreSQL backend
 	// that runs the transaction.
@@ -185,7 +182,7 @@ func RunWorker() int {
 		}
 	}()
 	w := &worker{cfg: cfg, sql: statementsFor(cfg.Dialect), rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
-		out: json.NewEncoder(os.Stdout), answers: answers}
+		rec: history.NewRecorder(wallStamp, jsonLines(os.Stdout)), answers: answers}
 	go w.watchStarvation()
 	if err := w.run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "chaos worker:", err)
@@ -210,7 +207,7 @@ func (w *worker) run(ctx context.Context) error {
 			// context's last check, where a session's end can no longer
 			// stop it.
 			conn.(modernc.HookRegisterer).RegisterCommitHook(func() int32 {
-				w.emit(&Record{Kind: "lessor-commit"})
+				w.emit(history.Record{Kind: "lessor-commit"})
 				return 0
 			})
 		}
@@ -301,7 +298,7 @@ func (w *worker) sentWrites(ctx context.Context, method string, req, reply any, 
 		w.at("grant-sent")
 		giveUp = w.lastAnswer.Load() == AnswerGiveUp
 	}
-	w.emit(&Record{Kind: "lessor-commit"})
+	w.emit(history.Record{Kind: "lessor-commit"})
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	if cancel := w.waitCancel.Load(); giveUp && cancel != nil {
 		// The caller gave up while the answer was on its way back: the
@@ -326,7 +323,7 @@ func (w *worker) backOff(ctx context.Context) {
 // it was a failure of a store.
 func (w *worker) job(ctx context.Context, lessor leases.Lessor, db *sql.DB, fences *fence.Table, resource string) error {
 	opts := session.Options{TTL: w.cfg.TTL}
-	id := w.call(Record{Op: "wait", Resource: resource, Holder: w.cfg.Holder})
+	id := w.call(history.Record{Op: "wait", Resource: resource, Holder: w.cfg.Holder})
 	// The Wait's own context: the worker's, or ended by AnswerGiveUp.
 	waitCtx, giveUp := context.WithCancelCause(ctx)
 	defer giveUp(nil)
@@ -334,7 +331,7 @@ func (w *worker) job(ctx context.Context, lessor leases.Lessor, db *sql.DB, fenc
 	s, err := session.Wait(waitCtx, lessor, resource, w.cfg.Holder, opts)
 	w.waitCancel.Store(nil)
 	if err != nil {
-		r := Record{Result: resultOf(err), Err: err.Error(), CtxDone: waitCtx.Err() != nil}
+		r := history.Record{Result: resultOf(err), Err: err.Error(), CtxDone: waitCtx.Err() != nil}
 		// What Wait told its caller of a lease it may hold.
 		var unknown *session.OutcomeError
 		if errors.As(err, &unknown) {
@@ -344,16 +341,16 @@ func (w *worker) job(ctx context.Context, lessor leases.Lessor, db *sql.DB, fenc
 		return err
 	}
 	lease := s.Lease()
-	w.ret(id, Record{Result: resultOK, Lease: &lease, Deadline: s.Deadline().UnixMilli()})
+	w.ret(id, history.Record{Result: history.ResultOK, Lease: &lease, Deadline: s.Deadline().UnixMilli()})
 	doneLogged := make(chan struct{})
 	go func() {
 		defer close(doneLogged)
 		<-s.Done()
 		// When Done was seen closed, before anything else can delay it.
 		at, tick := time.Now().UnixNano(), clock.Wall{}.Now()
-		r := Record{Kind: "done", At: at, Now: tick, Resource: resource, Epoch: s.Epoch(),
+		r := history.Record{Kind: "done", At: at, Now: tick, Resource: resource, Epoch: s.Epoch(),
 			Deadline: s.Deadline().UnixMilli(), Err: fmt.Sprint(s.Err())}
-		w.emit(&r)
+		w.emit(r)
 	}()
 	// The work runs under the session's context and the worker's: it
 	// stops at the session's end and when the worker is told to end.
@@ -362,9 +359,9 @@ func (w *worker) job(ctx context.Context, lessor leases.Lessor, db *sql.DB, fenc
 	failure := w.tenure(work, s, db, fences, resource)
 	stop()
 	cancel(nil)
-	id = w.call(Record{Op: "close", Resource: resource, Holder: w.cfg.Holder, Epoch: s.Epoch()})
+	id = w.call(history.Record{Op: "close", Resource: resource, Holder: w.cfg.Holder, Epoch: s.Epoch()})
 	err = s.Close(ctx)
-	w.ret(id, Record{Result: resultOf(err), Err: errText(err)})
+	w.ret(id, history.Record{Result: resultOf(err), Err: history.ErrText(err)})
 	<-doneLogged
 	return failure
 }
@@ -373,19 +370,19 @@ func (w *worker) job(ctx context.Context, lessor leases.Lessor, db *sql.DB, fenc
 // failure of the database, nil otherwise.
 func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fences *fence.Table, resource string) error {
 	epoch := s.Epoch()
-	id := w.call(Record{Op: "tenure", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch})
+	id := w.call(history.Record{Op: "tenure", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch})
 	tenure, err := w.beginTenure(ctx, s, db, fences, resource)
-	w.ret(id, Record{Result: resultOf(err), Err: errText(err)})
+	w.ret(id, history.Record{Result: resultOf(err), Err: history.ErrText(err)})
 	if err != nil {
 		return dbFailure(err)
 	}
 	// What the new holder finds when its tenure has begun: the rows
 	// committed so far. No transaction of an older tenure may commit a
 	// row after this (the gap, closed by the tenure's observe).
-	id = w.call(Record{Op: "read", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch})
+	id = w.call(history.Record{Op: "count", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch})
 	var seen int64
 	err = db.QueryRowContext(ctx, w.sql.count, resource).Scan(&seen)
-	w.ret(id, Record{Result: resultOf(err), Err: errText(err), Seq: seen})
+	w.ret(id, history.Record{Result: resultOf(err), Err: history.ErrText(err), Seq: seen})
 	if err != nil {
 		return dbFailure(err)
 	}
@@ -398,16 +395,16 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 			return nil // the session ended, or the worker was told to end
 		}
 		tick := clock.Wall{}.Now()
-		id := w.call(Record{Op: "check", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch, Now: tick})
+		id := w.call(history.Record{Op: "check", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch, Now: tick})
 		err := s.Check()
-		w.ret(id, Record{Result: resultOf(err), Err: errText(err)})
+		w.ret(id, history.Record{Result: resultOf(err), Err: history.ErrText(err)})
 		if err != nil || !w.at("checked") {
 			return nil
 		}
-		tx := Record{Op: "tx", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch,
+		tx := history.Record{Op: "tx", Resource: resource, Holder: w.cfg.Holder, Epoch: epoch,
 			OpID: fmt.Sprintf("%s/%s/%d/%d", w.cfg.Holder, resource, epoch, attempt), ServerTime: w.live != nil}
 		err = w.transact(ctx, tenure, tx)
-		if resultOf(err) == resultUnknown {
+		if resultOf(err) == history.ResultUnknown {
 			if resolved, committed := w.resolve(ctx, tenure, err, tx); resolved {
 				if committed {
 					done++
@@ -426,7 +423,7 @@ func (w *worker) tenure(ctx context.Context, s *session.Session, db *sql.DB, fen
 // transact runs the transaction tx (a "tx" call's record) in the
 // tenure: it takes the resource's next number, inserts its business row,
 // and announces the points where the controller may stop or cut it off.
-func (w *worker) transact(ctx context.Context, tenure tenure, tx Record) error {
+func (w *worker) transact(ctx context.Context, tenure tenure, tx history.Record) error {
 	ctx, cut := context.WithCancelCause(w.txContext(ctx))
 	defer cut(nil)
 	w.cutTx.Store(&cut)
@@ -451,13 +448,13 @@ func (w *worker) transact(ctx context.Context, tenure tenure, tx Record) error {
 		if !w.at("fenced") { // between the fence and COMMIT
 			return errStop
 		}
-		w.emit(&Record{Kind: "commit", ID: id})
+		w.emit(history.Record{Kind: "commit", ID: id})
 		w.committingOp.Store(&tx.OpID)
 		w.committing.Store(true)
 		return nil
 	})
 	w.committing.Store(false)
-	r := Record{Result: resultOf(err), Err: errText(err)}
+	r := history.Record{Result: resultOf(err), Err: history.ErrText(err)}
 	if err == nil {
 		r.Seq = seq
 	}
@@ -485,13 +482,13 @@ const resolveTTLs = 6
 // shows as a row that Resolve said was not there, committed once the
 // worker's next transaction has begun (which waits for it at the fence
 // row), and as the work done twice.
-func (w *worker) resolve(ctx context.Context, t tenure, txErr error, tx Record) (resolved, committed bool) {
+func (w *worker) resolve(ctx context.Context, t tenure, txErr error, tx history.Record) (resolved, committed bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTTLs*w.cfg.TTL)
 	defer cancel()
 	for {
-		id := w.call(Record{Op: "resolve", Resource: tx.Resource, Holder: tx.Holder, Epoch: tx.Epoch, OpID: tx.OpID})
+		id := w.call(history.Record{Op: "resolve", Resource: tx.Resource, Holder: tx.Holder, Epoch: tx.Epoch, OpID: tx.OpID})
 		committed, err := t.Resolve(ctx, txErr)
-		w.ret(id, Record{Result: resultOf(err), Err: errText(err), Committed: committed})
+		w.ret(id, history.Record{Result: resultOf(err), Err: history.ErrText(err), Committed: committed})
 		if err == nil {
 			return true, committed
 		}
@@ -556,7 +553,7 @@ func (c *commitConn) Write(p []byte) (int, error) {
 	if !bytes.Contains(bytes.ToLower(p), []byte("commit")) || !c.w.committing.CompareAndSwap(true, false) {
 		return c.Conn.Write(p)
 	}
-	at := Record{Kind: "at", Point: "sending", Pid: int(c.w.backend.Load()), OpID: *c.w.committingOp.Load()}
+	at := history.Record{Kind: "at", Point: "sending", Pid: int(c.w.backend.Load()), OpID: *c.w.committingOp.Load()}
 	c.w.announce(at)
 	cut := c.w.lastAnswer.Load() == AnswerCut
 	n, err := c.Conn.Write(p)
@@ -585,7 +582,7 @@ func ignoreEnd(ctx context.Context, err error) error {
 // the controller's stop, after which the worker goes on at once.
 func dbFailure(err error) error {
 	switch resultOf(err) {
-	case resultFailed, resultUnknown:
+	case history.ResultFailed, history.ResultUnknown:
 		return err
 	}
 	return nil
@@ -595,11 +592,11 @@ func dbFailure(err error) error {
 // controller's answer: true to go on, false to stop (also when the
 // controller is gone).
 func (w *worker) at(point string) bool {
-	return w.announce(Record{Kind: "at", Point: point})
+	return w.announce(history.Record{Kind: "at", Point: point})
 }
 
-func (w *worker) announce(r Record) bool {
-	w.emit(&r)
+func (w *worker) announce(r history.Record) bool {
+	w.emit(r)
 	answer, ok := <-w.answers
 	w.lastAnswer.Store(answer)
 	return ok && (answer == "go" || answer == AnswerStale)
@@ -634,7 +631,7 @@ func (w *worker) watchStarvation() {
 		timer := time.NewTimer(starvationTick)
 		<-timer.C
 		for _, r := range meter.tick(due, time.Now()) {
-			w.emit(&r)
+			w.emit(r)
 		}
 	}
 }
@@ -648,11 +645,11 @@ type starvationMeter struct {
 
 // tick takes a tick that was due at due and fired at fired, and returns
 // the records it completes.
-func (m *starvationMeter) tick(due, fired time.Time) []Record {
-	starved := func(from, until time.Time, late time.Duration) Record {
-		return Record{Kind: "starved", At: from.UnixNano(), Until: until.UnixNano(), Late: late.Nanoseconds()}
+func (m *starvationMeter) tick(due, fired time.Time) []history.Record {
+	starved := func(from, until time.Time, late time.Duration) history.Record {
+		return history.Record{Kind: "starved", At: from.UnixNano(), Until: until.UnixNano(), Late: late.Nanoseconds()}
 	}
-	var done []Record
+	var done []history.Record
 	late := fired.Sub(due)
 	if late > stallMin {
 		if m.small > 0 {
@@ -671,40 +668,41 @@ func (m *starvationMeter) tick(due, fired time.Time) []Record {
 }
 
 // call records an operation's invocation and returns its id.
-func (w *worker) call(r Record) int64 {
-	w.idMu.Lock()
-	w.nextID++
-	r.ID = w.nextID
-	w.idMu.Unlock()
-	r.Kind = "call"
-	w.emit(&r)
-	return r.ID
-}
+func (w *worker) call(r history.Record) int64 { return w.rec.Call(r) }
 
 // ret records the return of operation id.
-func (w *worker) ret(id int64, r Record) {
-	r.Kind, r.ID = "ret", id
-	w.emit(&r)
-}
+func (w *worker) ret(id int64, r history.Record) { w.rec.Return(id, r) }
 
-// emit writes r as one line, stamped with the time: written before the
-// operation it announces begins, so that a worker killed during the
-// operation has said that it invoked it.
-func (w *worker) emit(r *Record) {
-	w.outMu.Lock()
-	defer w.outMu.Unlock()
-	r.T, r.Tick = time.Now().UnixNano(), clock.Wall{}.Now()
-	if err := w.out.Encode(r); err != nil && !errors.Is(err, io.ErrClosedPipe) {
-		fmt.Fprintln(os.Stderr, "chaos worker: write:", err)
-		os.Exit(1)
+// emit records r, of another kind than a call or a return.
+func (w *worker) emit(r history.Record) { w.rec.Emit(r) }
+
+// wallStamp is a chaos worker's stamp: the wall clock (time.Now, which
+// every process on the machine reads alike) and clock.Wall's tick.
+func wallStamp() (t, tick int64) { return time.Now().UnixNano(), clock.Wall{}.Now() }
+
+// jsonLines writes each record as one line on out; a worker that cannot
+// says why and exits.
+func jsonLines(out io.Writer) func(history.Record) {
+	enc := json.NewEncoder(out)
+	return func(r history.Record) {
+		if err := enc.Encode(r); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+			fmt.Fprintln(os.Stderr, "chaos worker: write:", err)
+			os.Exit(1)
+		}
 	}
 }
 
-func errText(err error) string {
-	if err == nil {
-		return ""
+// errStop is what a worker's transaction returns when the controller
+// answers "stop" inside it: it rolls back.
+var errStop = errors.New("stopped by the controller")
+
+// resultOf names what err says happened: history.ResultOf, or the
+// controller's stop.
+func resultOf(err error) string {
+	if errors.Is(err, errStop) {
+		return history.ResultStopped
 	}
-	return err.Error()
+	return history.ResultOf(err)
 }
 
 // recorder is an authority that records every call it passes on to the
@@ -717,32 +715,32 @@ type recorder struct {
 var _ leases.Authority = (*recorder)(nil)
 
 func (r *recorder) Acquire(ctx context.Context, resource, holder string, now, ttl int64) (leases.Lease, error) {
-	id := r.w.call(Record{Op: "acquire", Resource: resource, Holder: holder, Now: now, TTL: ttl})
+	id := r.w.call(history.Record{Op: "acquire", Resource: resource, Holder: holder, Now: now, TTL: ttl})
 	r.w.acquiring.Store(true)
 	lease, err := r.auth.Acquire(ctx, resource, holder, now, ttl)
 	r.w.acquiring.Store(false)
-	r.w.ret(id, leaseRecord(lease, err))
+	r.w.ret(id, history.LeaseReturn(lease, err))
 	return lease, err
 }
 
 func (r *recorder) Renew(ctx context.Context, held leases.Lease, now, ttl int64) (leases.Lease, error) {
-	id := r.w.call(Record{Op: "renew", Resource: held.Resource, Holder: held.Holder, Epoch: held.Epoch, Now: now, TTL: ttl})
+	id := r.w.call(history.Record{Op: "renew", Resource: held.Resource, Holder: held.Holder, Epoch: held.Epoch, Now: now, TTL: ttl})
 	lease, err := r.auth.Renew(ctx, held, now, ttl)
-	r.w.ret(id, leaseRecord(lease, err))
+	r.w.ret(id, history.LeaseReturn(lease, err))
 	return lease, err
 }
 
 func (r *recorder) Release(ctx context.Context, held leases.Lease, now int64) error {
-	id := r.w.call(Record{Op: "release", Resource: held.Resource, Holder: held.Holder, Epoch: held.Epoch, Now: now})
+	id := r.w.call(history.Record{Op: "release", Resource: held.Resource, Holder: held.Holder, Epoch: held.Epoch, Now: now})
 	err := r.auth.Release(ctx, held, now)
-	r.w.ret(id, leaseRecord(leases.Lease{}, err))
+	r.w.ret(id, history.LeaseReturn(leases.Lease{}, err))
 	return err
 }
 
 func (r *recorder) Lease(ctx context.Context, resource string, now int64) (leases.Lease, bool, error) {
-	id := r.w.call(Record{Op: "holder", Resource: resource, Now: now})
+	id := r.w.call(history.Record{Op: "holder", Resource: resource, Now: now})
 	lease, live, err := r.auth.Lease(ctx, resource, now)
-	r.w.ret(id, holderRecord(lease, live, err))
+	r.w.ret(id, history.HolderReturn(lease, live, err))
 	return lease, live, err
 }
 
@@ -753,29 +751,4 @@ func (r *recorder) Live(ctx context.Context, now int64, resources ...string) ([]
 
 func (r *recorder) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
 	return r.auth.Changed(ctx, resource)
-}
-
-// holderRecord is the "ret" of a holder query: the live lease, or none.
-func holderRecord(lease leases.Lease, live bool, err error) Record {
-	if err == nil && !live {
-		return Record{Result: resultNone}
-	}
-	return leaseRecord(lease, err)
-}
-
-// leaseRecord is the "ret" of an authority's call: the lease it granted,
-// renewed, would have granted (an unknown outcome), or was refused by.
-func leaseRecord(lease leases.Lease, err error) Record {
-	r := Record{Result: resultOf(err), Err: errText(err)}
-	var held *leases.HeldError
-	var behind *leases.BackwardsError
-	switch {
-	case errors.As(err, &held):
-		r.Lease = &held.Live
-	case errors.As(err, &behind):
-		r.Last = behind.Last
-	case (err == nil || r.Result == resultUnknown) && lease.Epoch != 0:
-		r.Lease = &lease
-	}
-	return r
 }

@@ -1,4 +1,4 @@
-package chaos
+package history
 
 import "leases"
 
@@ -17,7 +17,7 @@ func (s *scripted) server(worker, op string, epoch, ttl int64, result string, l 
 // at tick, whose row committed with seq.
 func (s *scripted) guardedTx(worker string, epoch, seq, tick int64) {
 	id := worker + "/" + string(rune('0'+seq))
-	s.op(worker, "tx", Record{Resource: "r", Epoch: epoch, OpID: id, ServerTime: true, Tick: tick}, resultOK, Record{Seq: seq})
+	s.op(worker, "tx", Record{Resource: "r", Epoch: epoch, OpID: id, ServerTime: true, Tick: tick}, ResultOK, Record{Seq: seq})
 	s.h.Rows = append(s.h.Rows, Row{Resource: "r", Seq: seq, Epoch: epoch, Writer: worker, OpID: id})
 	s.h.Counters["r"] = seq
 	s.h.Fences["r"] = max(s.h.Fences["r"], epoch)

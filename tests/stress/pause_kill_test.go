@@ -3,7 +3,7 @@ package stress
 // Pauses and crashes at random moments: the fleet with faults. Eight
 // workers contend for three resources on one SQLite file while the test,
 // their only clock, stops them with SIGSTOP and kills them with SIGKILL
-// (faults_test.go); the checker is check_test.go's.
+// (faults_test.go); the checker is package history's.
 
 import (
 	"math/rand/v2"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"leases/evidence/experimenttest"
+	"leases/tests/history"
 )
 
 // The run's size and seed come from the environment: LEASES_PAUSE_KILL is
@@ -46,9 +47,9 @@ func TestPauseAndKill(t *testing.T) {
 		r.step()
 	}
 	r.finish()
-	final := readFile(t, r.ctx, r.path, pauseKillResources)
-	logPauseKill(t, seed, r.now, r.tally, final)
-	r.check("seed "+strconv.FormatUint(seed, 10), final, pauseKillResources)
+	r.check("seed "+strconv.FormatUint(seed, 10), pauseKillResources)
+	r.tally.countAnswers(r.h)
+	logPauseKill(t, seed, r.now, r.tally, r.h)
 	if s := r.tally; s.Grants == 0 || s.Stale == 0 || s.Stops == 0 || s.Kills == 0 || s.Restarts != s.Kills {
 		t.Errorf("the run did not exercise what it is for: %+v", s)
 	}
@@ -56,22 +57,22 @@ func TestPauseAndKill(t *testing.T) {
 
 // logPauseKill logs what the run did, in the terms of
 // docs/reliability.md's table.
-func logPauseKill(t *testing.T, seed uint64, now int64, s tally, final fileState) {
+func logPauseKill(t *testing.T, seed uint64, now int64, s tally, h *history.History) {
 	t.Helper()
 	// Every epoch the authority's rows count up to and no reply carried
 	// went to a killed acquire.
 	lost := -s.Grants
-	for _, row := range final.rows {
-		lost += int(row.epoch)
+	for _, epoch := range h.Epochs {
+		lost += int(epoch)
 	}
 	t.Logf("seed %d, %d steps to tick %d, %v: %d operations (%d acquires: %d grants, %d refused, %d epochs taken by killed acquires; "+
 		"%d renewals, %d releases, %d refused as expired or superseded, %d refused as late (tick backwards); "+
-		"writes %d accepted, %d stale, %d replays, %d conflicts; %d observes; %d reads); "+
+		"writes %d accepted, %d stale, %d replays, %d conflicts; %d fences; %d reads); "+
 		"%d stops between sends (%d caught the worker holding the write lock), %d long pauses; "+
 		"%d kills (%d of a stopped worker, %d of them holding the write lock), %d restarts, %d operations left with an unknown outcome; "+
 		"replay with %s=%d %s=%d",
 		seed, s.Steps, now, s.Wall.Round(time.Millisecond), s.Operations, s.Acquires, s.Grants, s.Refusals, lost, s.Renewals, s.Releases, s.Rejections-s.Late, s.Late,
-		s.Accepted, s.Stale, s.Replays, s.Conflicts, s.Observes, s.Reads,
+		s.Accepted, s.Stale, s.Replays, s.Conflicts, s.Fences, s.Reads,
 		s.Stops, s.StopsHoldingLock, s.Pauses, s.Kills, s.KillsStopped, s.KillsHoldingLock, s.Restarts, s.Unknown,
 		pauseKillSeedEnv, seed, pauseKillEnv, s.Operations)
 }

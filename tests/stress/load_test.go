@@ -2,7 +2,7 @@ package stress
 
 // Reliability under load: the fleet without faults. Many worker processes
 // contend for one resource on one database file, round after round; the
-// checker is check_test.go's.
+// checker is package history's.
 
 import (
 	"fmt"
@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"leases"
+	"leases/tests/history"
 )
 
 // soakEnv raises the load for a soak: LEASES_SOAK=workers,rounds. The run
 // is bounded by the test's deadline only, so a soak needs a -timeout to
 // match its size, for example
 //
-//	LEASES_SOAK=32,300 go test -timeout 30m -run TestLoad -v ./evidence/stress
+//	LEASES_SOAK=32,300 go test -timeout 30m -run TestLoad -v ./tests/stress
 const soakEnv = "LEASES_SOAK"
 
 // The load's lease lives two ticks; a round is three ticks.
@@ -47,7 +48,8 @@ const (
 //     expiry tick.
 //
 // No call may fail (so no SQLITE_BUSY reaches a caller), and the checker
-// goes over every reply and the file afterwards.
+// goes over every reply and the file afterwards, and porcupine over the
+// history.
 func TestLoadKeepsEveryInvariant(t *testing.T) {
 	workers, rounds := loadSize(t)
 	l := &loadRun{fleet: startFleet(t, workers)}
@@ -58,15 +60,15 @@ func TestLoadKeepsEveryInvariant(t *testing.T) {
 		l.round(round)
 	}
 	l.finish()
-	final := readFile(t, l.ctx, l.path, []string{loadResource})
+	l.check(fmt.Sprintf("%d workers, %d rounds", workers, rounds), []string{loadResource})
+	l.tally.countAnswers(l.h)
 	s := l.tally
 	t.Logf("%d workers, %d rounds: %d acquire attempts, %d grants, %d refusals, %d renewals, %d releases; "+
 		"writes %d accepted, %d stale, %d replays, %d conflicts; highest epoch %d; integrity_check %s; "+
 		"%d operations in %v: %.0f operations/s, %.0f grants/s",
 		workers, rounds, s.Acquires, s.Grants, s.Refusals, s.Renewals, s.Releases,
-		s.Accepted, s.Stale, s.Replays, s.Conflicts, final.highestEpoch(), final.integrity,
+		s.Accepted, s.Stale, s.Replays, s.Conflicts, l.h.Epochs[loadResource], l.h.Integrity,
 		s.Operations, s.Wall.Round(time.Millisecond), float64(s.Operations)/s.Wall.Seconds(), float64(s.Grants)/s.Wall.Seconds())
-	l.check(fmt.Sprintf("%d workers, %d rounds", workers, rounds), final, []string{loadResource})
 	if s.Grants < rounds || s.Refusals == 0 || s.Stale+s.Conflicts == 0 || s.Replays == 0 {
 		t.Errorf("the load did not contend as designed: %+v", s)
 	}
@@ -105,8 +107,11 @@ type contender struct {
 // round runs one round's three phases, starting at tick 3r.
 func (l *loadRun) round(round int) {
 	t := int64(round * loadRoundTicks)
+	l.now = t
 	holder := l.contend(t)
+	l.now = t + 1
 	l.work(holder, t+1, fmt.Sprintf("round-%d-by-%s", round, holder.name))
+	l.now = t + 2
 	if round%loadExpiryRound == loadExpiryRound-1 {
 		return // the lease runs out at t+3, the next round's tick
 	}
@@ -122,7 +127,7 @@ func (l *loadRun) contend(t int64) *contender {
 	}
 	var holder *contender
 	for _, c := range l.contenders {
-		if op := l.answer(c); op.lease != nil {
+		if op := l.answer(c); op.Result() == history.ResultOK {
 			if holder != nil {
 				l.t.Fatalf("two grants at tick %d: to %s (epoch %d) and %v", t, holder.name, holder.lease.Epoch, op)
 			}
@@ -162,18 +167,19 @@ func (l *loadRun) work(holder *contender, t int64, value string) {
 	}
 }
 
-// answer receives c's reply, which must not be a rejection: in the load
-// every renewal and release is of a live lease, and every tick is new.
-func (l *loadRun) answer(c *contender) *operation {
+// answer receives c's reply, which must not be a refusal but of a held
+// lease: in the load every renewal and release is of a live lease, and
+// every tick is new.
+func (l *loadRun) answer(c *contender) *history.Op {
 	l.t.Helper()
 	op := l.receive(c.process)
-	switch {
-	case op.rejected != "":
-		l.t.Fatalf("%v: %s", op, op.rejected)
-	case op.lease != nil:
-		c.lease, c.everHeld = *op.lease, true
-	case op.kind == writeOp && op.write.Outcome == leases.Accepted:
-		c.lastValue = op.value
+	switch r := op.Result(); {
+	case r != history.ResultOK && r != history.ResultHeld:
+		l.t.Fatalf("%v: %s", op, op.Ret.Err)
+	case op.Ret.Lease != nil:
+		c.lease, c.everHeld = *op.Ret.Lease, true
+	case op.Call.Op == "write" && op.Ret.Outcome == leases.Accepted:
+		c.lastValue = op.Call.Value
 	}
 	return op
 }

@@ -6,6 +6,8 @@ package stress
 
 import (
 	"math/rand/v2"
+
+	"leases/tests/history"
 )
 
 // How often each fault is drawn per step; a step sends one request to
@@ -20,11 +22,11 @@ const (
 type pauseKillRun struct {
 	*fleet
 	holders []*holder // one for each of the fleet's processes, in order
-	// schedule draws the clock's steps and the faults, choices what the
-	// holders ask for. Each draws the same amount every step whatever the
-	// replies were, so a seed replays the same faults at the same moments.
+	// schedule draws the clock's steps (the fleet's now, which every
+	// request carries) and the faults, choices what the holders ask for.
+	// Each draws the same amount every step whatever the replies were, so
+	// a seed replays the same faults at the same moments.
 	schedule, choices *rand.Rand
-	now               int64 // the clock: every request carries it
 }
 
 // faults is one step's schedule, drawn in full every step.
@@ -79,11 +81,12 @@ func (r *pauseKillRun) step() {
 	r.tally.Steps++
 	f := r.drawFaults()
 	r.now += f.advance
-	requests := make([]*operation, len(r.holders))
+	requests := make([]*history.Record, len(r.holders))
 	for i, h := range r.holders {
 		c := r.drawChoice()
 		if !h.stopped && h.op == nil {
-			requests[i] = h.next(r.now, c)
+			req := h.next(r.now, c)
+			requests[i] = &req
 		}
 	}
 	queued := r.drawChoice()
@@ -109,13 +112,13 @@ func (r *pauseKillRun) step() {
 
 // sendAll sends the requests in the schedule's order, stopping the
 // schedule's worker after so many of them; it returns that worker, or nil.
-func (r *pauseKillRun) sendAll(f faults, requests []*operation) (stopped *holder) {
+func (r *pauseKillRun) sendAll(f faults, requests []*history.Record) (stopped *holder) {
 	for k, i := range append(f.order, -1) {
 		if k == f.stopAfter && f.stop >= 0 {
 			stopped = r.stopBetweenSends(f)
 		}
 		if i >= 0 && requests[i] != nil {
-			r.send(r.holders[i].process, requests[i])
+			r.send(r.holders[i].process, *requests[i])
 		}
 	}
 	return stopped

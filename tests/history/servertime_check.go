@@ -1,22 +1,9 @@
-package chaos
+package history
 
 import (
 	"fmt"
 	"time"
 )
-
-// GuardedChecks are the properties that the guarded variant keeps beyond
-// Checks: what the guard in the user's transaction (the store's Tenure, on the
-// server's clock) adds to the fence. They look only at grants and
-// transactions made on the server's clock (Record.ServerTime), and find
-// nothing in the other variants.
-func GuardedChecks() []Check {
-	return []Check{
-		{"no row of epoch e commits after the grant of epoch e+1 returned", noRowAfterTheNextGrant},
-		{"no guarded row of a transaction begun at or after its lease's expiry", noRowAfterExpiry},
-		{"no row committed after its lease's expiry on the server's clock (commit timestamps)", noCommitAfterExpiry},
-	}
-}
 
 // leaseEnds are, by resource and epoch, the latest moment (wall clock,
 // nanoseconds) at which each lease can have been live on the server's
@@ -36,20 +23,20 @@ func leaseEnds(h *History) map[key]int64 {
 		}
 		k := key{op.Call.Resource, op.Call.Epoch}
 		switch {
-		case op.Call.Op == "acquire" && (op.Result() == resultOK || op.Result() == resultUnknown) && op.Ret.Lease != nil:
+		case op.Call.Op == "acquire" && (op.Result() == ResultOK || op.Result() == ResultUnknown) && op.Ret.Lease != nil:
 			k.epoch = op.Ret.Lease.Epoch
 			expiry[k] = max(expiry[k], op.Ret.Lease.ExpiresAt)
-		case op.Call.Op == "renew" && op.Result() == resultOK:
+		case op.Call.Op == "renew" && op.Result() == ResultOK:
 			expiry[k] = max(expiry[k], op.Ret.Lease.ExpiresAt)
-		case op.Call.Op == "renew" && op.Result() == resultUnknown:
+		case op.Call.Op == "renew" && op.Result() == ResultUnknown:
 			expiry[k] = max(expiry[k], op.Ret.T/int64(time.Millisecond)+op.Call.TTL)
-		case op.Call.Op == "renew" && op.Result() == resultKilled:
-			if killed, ok := h.Killed[op.Worker]; ok {
-				expiry[k] = max(expiry[k], killed/int64(time.Millisecond)+op.Call.TTL)
+		case op.Call.Op == "renew" && op.Result() == ResultKilled:
+			if op.Killed != nil {
+				expiry[k] = max(expiry[k], op.Killed.T/int64(time.Millisecond)+op.Call.TTL)
 			} else {
 				vague[k] = true
 			}
-		case op.Call.Op == "release" && op.Result() == resultOK:
+		case op.Call.Op == "release" && op.Result() == ResultOK:
 			released[k] = op.Ret.T
 		}
 	}
@@ -138,7 +125,7 @@ func (h *History) CommitMargins() CommitMargins {
 // that granted each epoch, by resource and epoch.
 func nextGrants(h *History) map[key]int64 {
 	granted := map[key]int64{}
-	for _, op := range h.opsOf("acquire", resultOK) {
+	for _, op := range h.opsOf("acquire", ResultOK) {
 		if op.Call.ServerTime {
 			granted[key{op.Ret.Lease.Resource, op.Ret.Lease.Epoch}] = op.Ret.T
 		}
@@ -155,6 +142,26 @@ func (o *Op) sentAt() int64 {
 	return o.Call.T
 }
 
+// guardedRow is a transaction admitted on the server's clock, and the
+// row it committed.
+type guardedRow struct {
+	*Op
+	row Row
+}
+
+// guardedRows are the transactions admitted on the server's clock whose
+// row committed, in the order of their calls.
+func (h *History) guardedRows() []guardedRow {
+	rows := h.rowsByOp()
+	var got []guardedRow
+	for _, op := range h.opsOf("tx") {
+		if row, committed := rows[op.Call.OpID]; committed && op.Call.ServerTime {
+			got = append(got, guardedRow{op, row})
+		}
+	}
+	return got
+}
+
 // noRowAfterTheNextGrant: the gap that the guard closes, also for a
 // holder paused past its expiry before the next holder has acted. A
 // business row of epoch e whose COMMIT was sent after the grant of
@@ -164,13 +171,9 @@ func (o *Op) sentAt() int64 {
 // guard after the grant answers NotLive.
 func noRowAfterTheNextGrant(h *History) []string {
 	granted := nextGrants(h)
-	rows := h.rowsByOp()
 	var bad []string
-	for _, op := range h.opsOf("tx") {
-		row, committed := rows[op.Call.OpID]
-		if !committed || !op.Call.ServerTime {
-			continue
-		}
+	for _, op := range h.guardedRows() {
+		row := op.row
 		if g, ok := granted[key{row.Resource, row.Epoch + 1}]; ok && op.sentAt() > g {
 			bad = append(bad, fmt.Sprintf("LATE ROW: %s#%d at epoch %d by %s: its COMMIT was sent %v after the grant of epoch %d returned, and it committed",
 				row.Resource, row.Seq, row.Epoch, row.Writer, time.Duration(op.sentAt()-g).Round(time.Microsecond), row.Epoch+1))
@@ -205,7 +208,7 @@ type heldCommit struct {
 // backend continued.
 func (h *History) held() []heldCommit {
 	grants := map[key]*Op{}
-	for _, op := range h.opsOf("acquire", resultOK) {
+	for _, op := range h.opsOf("acquire", ResultOK) {
 		if op.Call.ServerTime {
 			grants[key{op.Ret.Lease.Resource, op.Ret.Lease.Epoch}] = op
 		}
@@ -249,13 +252,13 @@ func expiries(h *History) map[key]int64 {
 			continue
 		}
 		switch {
-		case op.Call.Op == "acquire" && op.Result() == resultOK:
+		case op.Call.Op == "acquire" && op.Result() == ResultOK:
 			k := key{op.Ret.Lease.Resource, op.Ret.Lease.Epoch}
 			expiry[k] = max(expiry[k], op.Ret.Lease.ExpiresAt)
-		case op.Call.Op == "renew" && op.Result() == resultOK:
+		case op.Call.Op == "renew" && op.Result() == ResultOK:
 			k := key{op.Call.Resource, op.Call.Epoch}
 			expiry[k] = max(expiry[k], op.Ret.Lease.ExpiresAt)
-		case op.Call.Op == "renew" && (op.Result() == resultUnknown || op.Result() == resultKilled):
+		case op.Call.Op == "renew" && (op.Result() == ResultUnknown || op.Result() == ResultKilled):
 			vague[key{op.Call.Resource, op.Call.Epoch}] = true
 		}
 	}
@@ -271,13 +274,9 @@ func expiries(h *History) map[key]int64 {
 // clock), when the lease was no longer live.
 func noRowAfterExpiry(h *History) []string {
 	expiry := expiries(h)
-	rows := h.rowsByOp()
 	var bad []string
-	for _, op := range h.opsOf("tx") {
-		row, committed := rows[op.Call.OpID]
-		if !committed || !op.Call.ServerTime {
-			continue
-		}
+	for _, op := range h.guardedRows() {
+		row := op.row
 		if e, ok := expiry[key{row.Resource, row.Epoch}]; ok && op.Call.Tick >= e {
 			bad = append(bad, fmt.Sprintf("EXPIRED ROW: %s#%d at epoch %d by %s: its transaction began at tick %d, %d ms after the lease's expiry tick %d, and it committed",
 				row.Resource, row.Seq, row.Epoch, row.Writer, op.Call.Tick, op.Call.Tick-e, e))
@@ -317,7 +316,7 @@ func (h *History) HeldPastExpiry() HeldPastExpiry {
 	granted, expiry, rows := nextGrants(h), expiries(h), h.rowsByOp()
 	acquires := h.opsOf("acquire")
 	for _, op := range h.Ops {
-		if op.Call.ServerTime && op.Result() == resultNotLive {
+		if op.Call.ServerTime && op.Result() == ResultNotLive {
 			f.NotLive++
 		}
 	}

@@ -1,4 +1,4 @@
-package chaos
+package history
 
 // stepServer is the model's transition for a call whose tick the server
 // chose (Input.ServerTime): the states the call may leave, given what it
@@ -17,9 +17,9 @@ package chaos
 // any newer grant of its resource: the guard's lock on the lease row
 // holds a grant back until the transaction has ended.
 func (s modelState) stepServer(in Input, got Output) []any {
-	unknown := got.Result == resultUnknown || got.Result == resultKilled
+	unknown := got.Result == ResultUnknown || got.Result == ResultKilled
 	if in.Op != "acquire" && in.Op != "renew" && in.Op != "release" && in.Op != "holder" {
-		if in.Op == "tx" && got.Result == resultOK && in.Epoch < s.Epoch {
+		if in.Op == "tx" && got.Result == ResultOK && in.Epoch < s.Epoch {
 			return nil // committed after the grant of a newer epoch
 		}
 		in.ServerTime = false
@@ -33,7 +33,7 @@ func (s modelState) stepServer(in Input, got Output) []any {
 	// canBeLive: some tick at or after LastTick is before ExpiresAt.
 	canBeLive := s.Held && (s.Vague || s.LastTick < s.ExpiresAt)
 	switch {
-	case in.Op == "acquire" && got.Result == resultOK,
+	case in.Op == "acquire" && got.Result == ResultOK,
 		in.Op == "acquire" && unknown && got.Epoch != 0:
 		// A grant at its GrantedAt. A vague lease (its ticks unknown) may
 		// have expired at any tick: accept the grant if the rest fits.
@@ -44,7 +44,7 @@ func (s modelState) stepServer(in Input, got Output) []any {
 		in.Now = got.GrantedAt
 		next, want := at.step(in)
 		if unknown {
-			if want.Result != resultOK || got.Epoch != want.Epoch {
+			if want.Result != ResultOK || got.Epoch != want.Epoch {
 				return []any{s}
 			}
 			return []any{s, next}
@@ -60,7 +60,7 @@ func (s modelState) stepServer(in Input, got Output) []any {
 		granted.Epoch++
 		granted.Holder, granted.Held, granted.GrantedAt, granted.ExpiresAt, granted.Vague = in.Holder, true, 0, 0, true
 		return []any{s, granted}
-	case in.Op == "acquire" && got.Result == resultHeld, in.Op == "holder" && got.Result == resultOK:
+	case in.Op == "acquire" && got.Result == ResultHeld, in.Op == "holder" && got.Result == ResultOK:
 		// The live lease, at a tick before its expiry.
 		if !canBeLive || got.Epoch != s.Epoch || got.Holder != s.Holder {
 			return nil
@@ -73,9 +73,9 @@ func (s modelState) stepServer(in Input, got Output) []any {
 			return nil
 		}
 		return []any{s}
-	case in.Op == "holder" && got.Result == resultNone:
+	case in.Op == "holder" && got.Result == ResultNone:
 		return []any{s} // at a tick when no lease is live: always one
-	case in.Op == "renew" && got.Result == resultOK:
+	case in.Op == "renew" && got.Result == ResultOK:
 		if !mine || !canBeLive {
 			return nil
 		}
@@ -96,7 +96,7 @@ func (s modelState) stepServer(in Input, got Output) []any {
 			return []any{s}
 		}
 		return nil
-	case in.Op == "release" && got.Result == resultOK:
+	case in.Op == "release" && got.Result == ResultOK:
 		if !mine || !canBeLive {
 			return nil
 		}
@@ -113,13 +113,13 @@ func (s modelState) stepServer(in Input, got Output) []any {
 			changed.Vague = true // a later expiry, at a tick no answer shows
 		}
 		return []any{s, changed}
-	case (in.Op == "renew" || in.Op == "release") && got.Result == resultExpired:
+	case (in.Op == "renew" || in.Op == "release") && got.Result == ResultExpired:
 		// At a tick at or after the expiry: always one.
 		if !mine {
 			return nil
 		}
 		return []any{s}
-	case (in.Op == "renew" || in.Op == "release") && got.Result == resultNotHolder:
+	case (in.Op == "renew" || in.Op == "release") && got.Result == ResultNotHolder:
 		if mine {
 			return nil
 		}

@@ -1,33 +1,32 @@
-package chaos
+package history
 
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"math"
 	"slices"
 	"sort"
-	"time"
 
-	"github.com/anishathalye/porcupine"
+	"leases"
 )
 
 // Op is one operation a worker made: its call, its return (nil when the
 // worker was killed during it) and, for a transaction, the moment it was
-// about to send COMMIT.
+// about to send COMMIT. Killed is the controller's record of the kill
+// that ended the worker during the call, when it wrote one.
 type Op struct {
 	Worker string
 	Call   Record
 	Ret    *Record
 	Commit *Record
+	Killed *Record
 }
 
-// Result is what the operation returned, or resultKilled.
+// Result is what the operation returned, or ResultKilled.
 func (o *Op) Result() string {
 	if o.Ret == nil {
-		return resultKilled
+		return ResultKilled
 	}
 	return o.Ret.Result
 }
@@ -62,10 +61,14 @@ type Row struct {
 }
 
 // History is what a run left: the workers' records, the controller's
-// pauses, and the databases' final state.
+// pauses and kills, and the databases' final state. Each record of a
+// worker is added with Add, or a worker's JSON lines with Read; the
+// rest, the test fills in.
 type History struct {
 	Ops   []*Op
 	Dones []Done
+	// open are each worker's calls that have not returned yet, by id.
+	open map[string]map[int64]*Op
 	// Stopped holds each worker's stops (SIGSTOP to SIGCONT), by holder;
 	// Starved, the spans in which its reference timer could not fire
 	// (from its "starved" records).
@@ -82,16 +85,34 @@ type History struct {
 	Fences   map[string]int64
 	Counters map[string]int64
 	Epochs   map[string]int64
+	// Leases are the authority's lease rows, by resource, where the test
+	// reads them whole (the stress tests); Records the fenced receiver's
+	// records (absent: nothing stored), and Integrity what SQLite's
+	// integrity_check said of the file ("" where the test asks nothing).
+	Leases    map[string]LeaseRow
+	Records   map[string]leases.Record
+	Integrity string
+	// KillEndsCalls says that a call's effects cannot outlive its
+	// process: every store the workers write is a file that the process
+	// writes itself (SQLite), and a "killed" record is written once the
+	// process is gone. A call killed in flight then took effect before
+	// its kill, if at all; elsewhere (a database server, an etcd
+	// cluster) it may take effect at any time after its call.
+	KillEndsCalls bool
 	// Held are the guarded variant's COMMITs held with their backend
 	// stopped, as the controller saw them when it continued the backend.
 	Held []HeldCommit
 	// LessorRows is, on etcd, every write of the lessor's lease rows in
 	// the cluster's history, in revision order; nil elsewhere.
 	LessorRows []RowWrite
-	// Killed is when the controller killed each worker it killed (wall
-	// clock, nanoseconds), by holder: no call of that worker's can have
-	// sent anything later.
-	Killed map[string]int64
+}
+
+// LeaseRow is a resource's lease row as the authority holds it
+// afterwards; Holder is empty once the lease was released.
+type LeaseRow struct {
+	Epoch                          int64
+	Holder                         string
+	GrantedAt, ExpiresAt, LastTick int64
 }
 
 // RowWrite is one write of a resource's lease row, as the lessor's
@@ -103,10 +124,9 @@ type RowWrite struct {
 	Revision         int64
 }
 
-// Read adds the records a worker wrote on r to h. A last line cut short
-// by a kill is dropped.
+// Read adds the records a worker wrote on r, one JSON line each, to h.
+// A last line cut short by a kill is dropped.
 func (h *History) Read(worker string, r io.Reader) error {
-	open := map[int64]*Op{}
 	lines := bufio.NewScanner(r)
 	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for lines.Scan() {
@@ -114,16 +134,24 @@ func (h *History) Read(worker string, r io.Reader) error {
 		if err := json.Unmarshal(lines.Bytes(), &rec); err != nil {
 			continue // the last line, cut by a kill; an earlier one would be garbled and fail below
 		}
-		if err := h.add(worker, rec, open); err != nil {
+		if err := h.Add(worker, rec); err != nil {
 			return err
 		}
 	}
 	return lines.Err()
 }
 
-// Add adds one record of worker; open holds the worker's calls that have
-// not returned yet, by id.
-func (h *History) add(worker string, rec Record, open map[int64]*Op) error {
+// Add adds one record of worker to h: a call opens an operation, its
+// return closes it, a kill closes every call still open.
+func (h *History) Add(worker string, rec Record) error {
+	if h.open == nil {
+		h.open = map[string]map[int64]*Op{}
+	}
+	open := h.open[worker]
+	if open == nil {
+		open = map[int64]*Op{}
+		h.open[worker] = open
+	}
 	switch rec.Kind {
 	case "call":
 		op := &Op{Worker: worker, Call: rec}
@@ -142,6 +170,11 @@ func (h *History) add(worker string, rec Record, open map[int64]*Op) error {
 			return fmt.Errorf("worker %s: a commit of call %d, which is not open", worker, rec.ID)
 		}
 		op.Commit = &rec
+	case "killed":
+		for id, op := range open {
+			op.Killed = &rec
+			delete(open, id)
+		}
 	case "done":
 		h.Dones = append(h.Dones, Done{Worker: worker, Record: rec})
 	case "lessor-commit":
@@ -156,85 +189,6 @@ func (h *History) add(worker string, rec Record, open map[int64]*Op) error {
 		h.Starved[worker] = append(h.Starved[worker], Starvation{Interval: Interval{From: rec.At, To: rec.Until}, Late: rec.Late})
 	}
 	return nil
-}
-
-// Linearizable checks the history of the authority's calls and the
-// fenced transactions against Model, within timeout.
-func (h *History) Linearizable(timeout time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo, int) {
-	ops := h.porcupineOps()
-	model := Model.ToModel()
-	result, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
-	return result, info, len(ops)
-}
-
-// porcupineOps is the history as porcupine takes it. A failure before
-// commit changed nothing and is left out; an operation whose outcome is
-// unknown, or whose worker was killed during it, may take effect at any
-// time after its call (porcupine's open-ended operation: it never
-// returns). A transaction is open from the moment it was about to commit,
-// its row's fate read from the database.
-func (h *History) porcupineOps() []porcupine.Operation {
-	rows := h.rowsByOp()
-	var ops []porcupine.Operation
-	var last int64 // the latest call or return that is known
-	for i, op := range h.Ops {
-		in := Input{Op: op.Call.Op, Resource: op.Call.Resource, Holder: op.Call.Holder,
-			Epoch: op.Call.Epoch, Now: op.Call.Now, TTL: op.Call.TTL, ServerTime: op.Call.ServerTime}
-		out := Output{Result: op.Result()}
-		call, ret := op.Call.T, int64(math.MaxInt64)
-		if op.Ret != nil {
-			ret = op.Ret.T
-			out.Last = op.Ret.Last
-			if l := op.Ret.Lease; l != nil {
-				out.Holder, out.Epoch, out.GrantedAt, out.ExpiresAt = l.Holder, l.Epoch, l.GrantedAt, l.ExpiresAt
-			}
-		}
-		switch out.Result {
-		case resultUnknown, resultKilled:
-			ret = math.MaxInt64
-		case resultOK, resultNone, resultHeld, resultBackwards, resultNotHolder, resultExpired, resultSuperseded:
-		default:
-			continue // nothing changed
-		}
-		switch op.Call.Op {
-		case "acquire", "renew", "release", "tenure":
-		case "holder", "read":
-			if op.Ret == nil || out.Result == resultUnknown {
-				continue // a read with no answer says nothing
-			}
-			out.Seq = op.Ret.Seq
-		case "tx":
-			if out.Result == resultSuperseded {
-				break
-			}
-			row, committed := rows[op.Call.OpID]
-			if !committed {
-				continue // rolled back: its row is not there (checked apart)
-			}
-			in.Seq, out.Result = row.Seq, resultOK
-			if op.Commit != nil {
-				call = op.Commit.T
-			}
-		default:
-			continue // the worker's own steps (wait, check, close): not the model's
-		}
-		ops = append(ops, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: ret})
-		last = max(last, call)
-		if ret != math.MaxInt64 {
-			last = max(last, ret)
-		}
-	}
-	// Last, what the databases hold once every worker has exited: after
-	// every operation that returned, concurrent with those that never did.
-	resources := map[string]bool{}
-	for _, op := range ops {
-		resources[op.Input.(Input).Resource] = true
-	}
-	for _, r := range slices.Sorted(maps.Keys(resources)) {
-		ops = append(ops, porcupine.Operation{ClientId: len(h.Ops), Input: Input{Op: "final", Resource: r}, Call: last + 1,
-			Output: Output{Result: resultOK, Epoch: h.Epochs[r], Fence: h.Fences[r], Seq: h.Counters[r]}, Return: last + 1})
-	}
-	return ops
 }
 
 func (h *History) rowsByOp() map[string]Row {
@@ -266,4 +220,45 @@ func (h *History) opsOf(op string, results ...string) []*Op {
 	}
 	sort.SliceStable(got, func(i, j int) bool { return got[i].Call.T < got[j].Call.T })
 	return got
+}
+
+// callsOf returns the operations named by any of names, in the order of
+// their calls.
+func (h *History) callsOf(names ...string) []*Op {
+	var got []*Op
+	for _, o := range h.Ops {
+		if slices.Contains(names, o.Call.Op) {
+			got = append(got, o)
+		}
+	}
+	sort.SliceStable(got, func(i, j int) bool { return got[i].Call.T < got[j].Call.T })
+	return got
+}
+
+// String names o for a violation: its worker, what it asked for, and
+// the moments of its call and its return (or kill).
+func (o *Op) String() string {
+	c := o.Call
+	s := fmt.Sprintf("%s's %s of %s", o.Worker, c.Op, c.Resource)
+	switch c.Op {
+	case "acquire":
+		s += fmt.Sprintf(" at tick %d for %d", c.Now, c.TTL)
+	case "renew":
+		s += fmt.Sprintf(" epoch %d at tick %d for %d", c.Epoch, c.Now, c.TTL)
+	case "release":
+		s += fmt.Sprintf(" epoch %d at tick %d", c.Epoch, c.Now)
+	case "write":
+		s += fmt.Sprintf(" epoch %d %q", c.Epoch, c.Value)
+	default:
+		if c.Epoch != 0 {
+			s += fmt.Sprintf(" epoch %d", c.Epoch)
+		}
+	}
+	switch {
+	case o.Ret != nil:
+		return s + fmt.Sprintf(" (%d..%d)", c.T, o.Ret.T)
+	case o.Killed != nil:
+		return s + fmt.Sprintf(" (%d..killed at %d)", c.T, o.Killed.T)
+	}
+	return s + fmt.Sprintf(" (%d..)", c.T)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"leases"
+	"leases/tests/history"
 )
 
 // holder is one worker of TestPauseAndKill: its process and what it
@@ -37,7 +38,7 @@ type choice struct {
 
 // next is what a lease holder, or a worker that wants to become one, asks
 // for next.
-func (h *holder) next(now int64, c choice) *operation {
+func (h *holder) next(now int64, c choice) history.Record {
 	h.serial++
 	resource := pauseKillResources[c.resource]
 	if h.held == nil {
@@ -47,7 +48,7 @@ func (h *holder) next(now int64, c choice) *operation {
 			lost := h.old[c.pick%len(h.old)]
 			return writeOf(lost.Resource, lost.Epoch, h.newValue(lost.Epoch))
 		case c.p < 0.25:
-			return &operation{kind: readOp, resource: resource}
+			return readOf(resource)
 		}
 		return acquireOf(resource, now, c.ttl)
 	}
@@ -55,7 +56,7 @@ func (h *holder) next(now int64, c choice) *operation {
 	switch {
 	case !h.observed && c.p < 0.3:
 		h.observed = true // fence before acting
-		return &operation{kind: observeOp, resource: held.Resource, epoch: held.Epoch}
+		return fenceOf(held.Resource, held.Epoch)
 	case c.p < 0.6:
 		return writeOf(held.Resource, held.Epoch, h.valueFor(held.Epoch, c.pick))
 	case c.p < 0.78:
@@ -63,7 +64,7 @@ func (h *holder) next(now int64, c choice) *operation {
 	case c.p < 0.88:
 		return releaseOf(held, now)
 	case c.p < 0.93:
-		return &operation{kind: readOp, resource: held.Resource}
+		return readOf(held.Resource)
 	}
 	// It walks away without releasing: the lease runs out on its own.
 	h.lose()
@@ -90,13 +91,14 @@ func (h *holder) newValue(epoch int64) string {
 }
 
 // learn updates what the holder believes from a reply.
-func (h *holder) learn(op *operation) {
-	switch {
-	case op.kind == acquireOp && op.lease != nil:
-		h.held, h.value, h.observed = op.lease, "", false
-	case op.kind == renewOp && op.lease != nil:
-		h.held = op.lease
-	case op.kind == renewOp, op.kind == releaseOp:
+func (h *holder) learn(op *history.Op) {
+	lease := op.Ret.Lease
+	switch kind := op.Call.Op; {
+	case kind == "acquire" && op.Result() == history.ResultOK:
+		h.held, h.value, h.observed = lease, "", false
+	case kind == "renew" && op.Result() == history.ResultOK:
+		h.held = lease
+	case kind == "renew", kind == "release":
 		h.lose() // released, or refused as expired, superseded or late
 	}
 }

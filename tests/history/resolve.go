@@ -1,4 +1,4 @@
-package chaos
+package history
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func resolvedRight(h *History) []string {
 		lastCall[op.Worker] = max(lastCall[op.Worker], op.Call.T)
 	}
 	var bad []string
-	for _, tx := range h.opsOf("tx", resultUnknown) {
+	for _, tx := range h.opsOf("tx", ResultUnknown) {
 		if resolves[tx.Call.OpID] == nil && lastCall[tx.Worker] > tx.Ret.T {
 			bad = append(bad, fmt.Sprintf("%s: transaction %s had an unknown outcome (%s), and its worker went on without resolving it",
 				tx.Worker, tx.Call.OpID, tx.Ret.Err))
@@ -31,8 +31,8 @@ func resolvedRight(h *History) []string {
 	for _, op := range h.opsOf("resolve") {
 		row, committed := rows[op.Call.OpID]
 		switch op.Result() {
-		case resultKilled, resultUnknown:
-		case resultOK:
+		case ResultKilled, ResultUnknown:
+		case ResultOK:
 			if op.Ret.Committed == committed {
 				continue
 			}
@@ -75,11 +75,11 @@ func (h *History) Resolutions() Resolutions {
 		last[op.Call.OpID] = op.Result()
 		_, committed := rows[op.Call.OpID]
 		switch op.Result() {
-		case resultKilled:
+		case ResultKilled:
 			r.Calls.Killed++
-		case resultUnknown:
+		case ResultUnknown:
 			r.Calls.Unknown++
-		case resultOK:
+		case ResultOK:
 			if op.Ret.Committed {
 				r.Calls.Committed++
 			} else {
@@ -90,12 +90,12 @@ func (h *History) Resolutions() Resolutions {
 			}
 		}
 	}
-	for _, tx := range h.opsOf("tx", resultUnknown) {
+	for _, tx := range h.opsOf("tx", ResultUnknown) {
 		r.Unknown++
 		switch last[tx.Call.OpID] {
 		case "":
 			r.Unresolved++
-		case resultUnknown:
+		case ResultUnknown:
 			r.StillUnknown++
 		}
 	}

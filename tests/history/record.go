@@ -1,4 +1,4 @@
-package chaos
+package history
 
 import (
 	"context"
@@ -8,7 +8,12 @@ import (
 	"leases/session"
 )
 
-// Record is one line of a worker's standard output.
+// Record is one entry of a history: a call, its return, or another event
+// of a worker, stamped with the moment it was made (T) and the tick of
+// the clock the calls count on (Tick). A worker process writes its own
+// as JSON lines (the chaos test's); a controller that makes the calls on
+// its workers' behalf writes theirs (the stress tests'). A Recorder
+// makes them, and History.Add puts them together.
 type Record struct {
 	// Kind is what the line is:
 	//   - "call": an operation invoked (ID pairs it with its "ret");
@@ -28,6 +33,9 @@ type Record struct {
 	//     acquire's transaction that writes, about to be sent; the
 	//     answer may be AnswerGiveUp);
 	//   - "done": a session's Done closed;
+	//   - "killed": the controller killed the worker's process (written
+	//     by the controller, at the moment the process was gone): the
+	//     calls still open will never return;
 	//   - "lessor-commit": a transaction on the lessor's file began to
 	//     commit (SQLite's commit hook), or a transaction that writes was
 	//     sent to an etcd member (a gRPC interceptor of the client);
@@ -41,10 +49,13 @@ type Record struct {
 	Op    string `json:"op,omitempty"`
 	Point string `json:"point,omitempty"`
 
-	// T is the wall clock in nanoseconds since the Unix epoch when the
-	// line was made (time.Now, which every process on the machine reads
-	// alike); Tick is clock.Wall's tick (milliseconds) at the same moment,
-	// the clock the worker's lessor and sessions count on.
+	// T is when the record was made, on the history's one clock: in the
+	// chaos test the wall clock in nanoseconds since the Unix epoch
+	// (time.Now, which every process on the machine reads alike); in the
+	// stress tests the controller's count of its sends, replies and
+	// kills. Tick is the tick of the clock the calls count on at the same
+	// moment: clock.Wall's (milliseconds) in the chaos test, the
+	// controller's own in the stress tests.
 	T    int64 `json:"t"`
 	Tick int64 `json:"tick"`
 
@@ -55,19 +66,27 @@ type Record struct {
 	Now      int64  `json:"now,omitempty"`
 	TTL      int64  `json:"ttl,omitempty"`
 	OpID     string `json:"opid,omitempty"`
+	// Value is what a receiver's write offers.
+	Value string `json:"value,omitempty"`
 	// ServerTime says that the server's clock decides the call's tick
 	// (postgres.ServerClock): Now is unknown, not zero. On a "tx", that
 	// the transaction is admitted by the server-clock guard (the store's Tenure).
 	ServerTime bool `json:"server_time,omitempty"`
 
-	// What it returned: Result (see resultOf), the lease it granted,
-	// renewed or was refused by, the sequence number a transaction's row
-	// got, and the error's text.
+	// What it returned: Result (see ResultOf), the lease it granted,
+	// renewed or was refused by (on a call: the lease it renews or
+	// releases), the sequence number a transaction's row got, and the
+	// error's text.
 	Result string        `json:"result,omitempty"`
 	Lease  *leases.Lease `json:"lease,omitempty"`
 	Last   int64         `json:"last,omitempty"` // a backwards refusal's last tick
 	Seq    int64         `json:"seq,omitempty"`
 	Err    string        `json:"err,omitempty"`
+	// What a receiver answered: a write's or fence's Outcome, and the
+	// record it showed (Stored); a read's record, if Found.
+	Outcome leases.Outcome `json:"outcome,omitempty"`
+	Stored  *leases.Record `json:"stored,omitempty"`
+	Found   bool           `json:"found,omitempty"`
 	// Committed is a resolve's answer (Result ok): the transaction
 	// whose outcome was unknown committed, or (false) it did not.
 	Committed bool `json:"committed,omitempty"`
@@ -95,60 +114,88 @@ type Record struct {
 
 // The results an operation's "ret" can carry.
 const (
-	resultOK         = "ok"
-	resultNone       = "none" // a holder query that found no live lease
-	resultHeld       = "held"
-	resultBackwards  = "backwards"
-	resultNotHolder  = "not-holder"
-	resultExpired    = "expired"
-	resultSuperseded = "superseded"
-	resultNotLive    = "not-live" // leases.ErrNotLive: the guard found the lease not live; no row
-	resultInvalid    = "invalid"
-	resultEnded      = "ended"      // the session ended (Check, or a transaction under its context)
-	resultCanceled   = "canceled"   // the caller's context ended
-	resultUnknown    = "unknown"    // leases.ErrOutcomeUnknown: may or may not have taken effect
-	resultFailed     = "failed"     // a failure before commit: nothing changed
-	resultStopped    = "stopped"    // the controller told the worker to stop there
-	resultKilled     = "killed"     // no "ret": the process was killed during the call
-	resultUnresolved = "unresolved" // not returned, and not killed either: a bug of the harness
+	ResultOK         = "ok"
+	ResultNone       = "none" // a holder query that found no live lease
+	ResultHeld       = "held"
+	ResultBackwards  = "backwards"
+	ResultNotHolder  = "not-holder"
+	ResultExpired    = "expired"
+	ResultSuperseded = "superseded"
+	ResultNotLive    = "not-live" // leases.ErrNotLive: the guard found the lease not live; no row
+	ResultInvalid    = "invalid"
+	ResultEnded      = "ended"      // the session ended (Check, or a transaction under its context)
+	ResultCanceled   = "canceled"   // the caller's context ended
+	ResultUnknown    = "unknown"    // leases.ErrOutcomeUnknown: may or may not have taken effect
+	ResultFailed     = "failed"     // a failure before commit: nothing changed
+	ResultStopped    = "stopped"    // the controller told the worker to stop there (its transaction rolled back)
+	ResultKilled     = "killed"     // no "ret": the process was killed during the call
+	ResultUnresolved = "unresolved" // not returned, and not killed either: a bug of the harness
 )
 
-// errStop is what a worker's transaction returns when the controller
-// answers "stop" inside it: it rolls back.
-var errStop = errors.New("stopped by the controller")
-
-// resultOf names what err says happened. The order matters:
+// ResultOf names what err says happened. The order matters:
 // leases.ErrStale matches leases.ErrNotHolder, and an ended session
 // matches the context errors and carries the reason it ended.
-func resultOf(err error) string {
+func ResultOf(err error) string {
 	switch {
 	case err == nil:
-		return resultOK
-	case errors.Is(err, errStop):
-		return resultStopped
+		return ResultOK
 	case errors.Is(err, leases.ErrOutcomeUnknown):
-		return resultUnknown
+		return ResultUnknown
 	case errors.Is(err, leases.ErrStale):
-		return resultSuperseded
+		return ResultSuperseded
 	case errors.Is(err, leases.ErrNotLive):
 		// Before the refusals it also matches (expired, not the holder).
-		return resultNotLive
+		return ResultNotLive
 	case errors.Is(err, session.ErrEnded):
 		// Before the refusals: a transaction cut off by the session's end
 		// carries why the session ended, a refused renewal perhaps.
-		return resultEnded
+		return ResultEnded
 	case errors.Is(err, leases.ErrLeaseHeld):
-		return resultHeld
+		return ResultHeld
 	case errors.Is(err, leases.ErrTickBackwards):
-		return resultBackwards
+		return ResultBackwards
 	case errors.Is(err, leases.ErrNotHolder):
-		return resultNotHolder
+		return ResultNotHolder
 	case errors.Is(err, leases.ErrLeaseExpired):
-		return resultExpired
+		return ResultExpired
 	case errors.Is(err, leases.ErrInvalidInput):
-		return resultInvalid
+		return ResultInvalid
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return resultCanceled
+		return ResultCanceled
 	}
-	return resultFailed
+	return ResultFailed
+}
+
+// HolderReturn is the "ret" of a holder query: the live lease, or none.
+func HolderReturn(lease leases.Lease, live bool, err error) Record {
+	if err == nil && !live {
+		return Record{Result: ResultNone}
+	}
+	return LeaseReturn(lease, err)
+}
+
+// LeaseReturn is the "ret" of an authority's call: the lease it granted,
+// renewed, would have granted (an unknown outcome), or was refused by,
+// and a backwards refusal's last tick, where the error carries them.
+func LeaseReturn(lease leases.Lease, err error) Record {
+	r := Record{Result: ResultOf(err), Err: ErrText(err)}
+	var held *leases.HeldError
+	var behind *leases.BackwardsError
+	switch {
+	case errors.As(err, &held):
+		r.Lease = &held.Live
+	case errors.As(err, &behind):
+		r.Last = behind.Last
+	case (err == nil || r.Result == ResultUnknown) && lease.Epoch != 0:
+		r.Lease = &lease
+	}
+	return r
+}
+
+// ErrText is err's text, or "" for nil.
+func ErrText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -1,4 +1,4 @@
-package chaos
+package history
 
 import (
 	"strings"
@@ -24,26 +24,26 @@ func TestGrantsReportedOrReleased(t *testing.T) {
 		wait    *Record // the Wait's return; nil: killed during it
 		bad     bool
 	}{
-		{"released", []RowWrite{granted, released}, &Record{Result: resultUnknown, Lease: lease},
-			&Record{Result: resultOK}, &Record{Result: resultCanceled, CtxDone: true}, false},
-		{"a session", []RowWrite{granted}, &Record{Result: resultOK, Lease: lease},
-			nil, &Record{Result: resultOK, Lease: lease}, false},
-		{"said to be possibly held", []RowWrite{granted}, &Record{Result: resultUnknown, Lease: lease},
-			&Record{Result: resultFailed}, &Record{Result: resultUnknown, Lease: lease, CtxDone: true}, false},
-		{"found expired by its release", []RowWrite{granted}, &Record{Result: resultUnknown, Lease: lease},
-			&Record{Result: resultExpired}, &Record{Result: resultOK, Lease: &leases.Lease{Resource: "r", Holder: "w1", Epoch: 2}}, false},
+		{"released", []RowWrite{granted, released}, &Record{Result: ResultUnknown, Lease: lease},
+			&Record{Result: ResultOK}, &Record{Result: ResultCanceled, CtxDone: true}, false},
+		{"a session", []RowWrite{granted}, &Record{Result: ResultOK, Lease: lease},
+			nil, &Record{Result: ResultOK, Lease: lease}, false},
+		{"said to be possibly held", []RowWrite{granted}, &Record{Result: ResultUnknown, Lease: lease},
+			&Record{Result: ResultFailed}, &Record{Result: ResultUnknown, Lease: lease, CtxDone: true}, false},
+		{"found expired by its release", []RowWrite{granted}, &Record{Result: ResultUnknown, Lease: lease},
+			&Record{Result: ResultExpired}, &Record{Result: ResultOK, Lease: &leases.Lease{Resource: "r", Holder: "w1", Epoch: 2}}, false},
 		{"found superseded by its release", []RowWrite{granted, {Resource: "r", Holder: "w2", Epoch: 2, Held: true, Revision: 4}},
-			&Record{Result: resultUnknown, Lease: lease}, &Record{Result: resultNotHolder}, &Record{Result: resultCanceled, CtxDone: true}, false},
+			&Record{Result: ResultUnknown, Lease: lease}, &Record{Result: ResultNotHolder}, &Record{Result: ResultCanceled, CtxDone: true}, false},
 		{"killed in the Wait", []RowWrite{granted}, nil, nil, nil, false},
-		{"killed after the acquire returned", []RowWrite{granted}, &Record{Result: resultUnknown, Lease: lease}, nil, nil, false},
-		{"said to be nothing (issue 20)", []RowWrite{granted}, &Record{Result: resultUnknown, Lease: lease},
-			nil, &Record{Result: resultCanceled, CtxDone: true}, true},
-		{"not released, and a later grant to itself", []RowWrite{granted}, &Record{Result: resultUnknown, Lease: lease},
-			nil, &Record{Result: resultOK, Lease: &leases.Lease{Resource: "r", Holder: "w1", Epoch: 2}}, true},
-		{"refused before the grant took effect", []RowWrite{granted}, &Record{Result: resultUnknown, Lease: lease},
-			&Record{Result: resultNotHolder}, &Record{Result: resultUnknown, Lease: lease, Released: true, CtxDone: true}, true},
-		{"never granted", nil, &Record{Result: resultUnknown, Lease: lease},
-			&Record{Result: resultNotHolder}, &Record{Result: resultUnknown, Lease: lease, Released: true, CtxDone: true}, false},
+		{"killed after the acquire returned", []RowWrite{granted}, &Record{Result: ResultUnknown, Lease: lease}, nil, nil, false},
+		{"said to be nothing (issue 20)", []RowWrite{granted}, &Record{Result: ResultUnknown, Lease: lease},
+			nil, &Record{Result: ResultCanceled, CtxDone: true}, true},
+		{"not released, and a later grant to itself", []RowWrite{granted}, &Record{Result: ResultUnknown, Lease: lease},
+			nil, &Record{Result: ResultOK, Lease: &leases.Lease{Resource: "r", Holder: "w1", Epoch: 2}}, true},
+		{"refused before the grant took effect", []RowWrite{granted}, &Record{Result: ResultUnknown, Lease: lease},
+			&Record{Result: ResultNotHolder}, &Record{Result: ResultUnknown, Lease: lease, Released: true, CtxDone: true}, true},
+		{"never granted", nil, &Record{Result: ResultUnknown, Lease: lease},
+			&Record{Result: ResultNotHolder}, &Record{Result: ResultUnknown, Lease: lease, Released: true, CtxDone: true}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := &History{LessorRows: c.rows}

@@ -1,4 +1,4 @@
-package chaos
+package history
 
 import (
 	"strings"
@@ -32,7 +32,7 @@ func (s *scripted) op(worker, op string, call Record, result string, ret Record)
 		call.Holder = worker
 	}
 	o := &Op{Worker: worker, Call: call}
-	if result != resultKilled {
+	if result != ResultKilled {
 		s.t += 10
 		ret.Kind, ret.Result, ret.T = "ret", result, s.t
 		o.Ret = &ret
@@ -54,13 +54,13 @@ func (s *scripted) acquire(worker string, now, ttl int64, result string, epoch i
 }
 
 func (s *scripted) tenure(worker string, epoch int64, seen int64) {
-	s.op(worker, "tenure", Record{Resource: "r", Epoch: epoch}, resultOK, Record{})
-	s.op(worker, "read", Record{Resource: "r", Epoch: epoch}, resultOK, Record{Seq: seen})
+	s.op(worker, "tenure", Record{Resource: "r", Epoch: epoch}, ResultOK, Record{})
+	s.op(worker, "count", Record{Resource: "r", Epoch: epoch}, ResultOK, Record{Seq: seen})
 }
 
 func (s *scripted) tx(worker string, epoch, seq int64) {
 	id := worker + "/" + string(rune('0'+seq))
-	s.op(worker, "tx", Record{Resource: "r", Epoch: epoch, OpID: id}, resultOK, Record{Seq: seq})
+	s.op(worker, "tx", Record{Resource: "r", Epoch: epoch, OpID: id}, ResultOK, Record{Seq: seq})
 	s.h.Rows = append(s.h.Rows, Row{Resource: "r", Seq: seq, Epoch: epoch, Writer: worker, OpID: id})
 	s.h.Counters["r"] = seq
 	s.h.Fences["r"] = max(s.h.Fences["r"], epoch)
@@ -77,119 +77,142 @@ func TestModelAndChecksTellRightFromWrong(t *testing.T) {
 		violations []string // the checks that must find something
 	}{
 		{"two tenures, one after the other", func(s *scripted) {
-			s.acquire("A", 0, 10, resultOK, 1)
+			s.acquire("A", 0, 10, ResultOK, 1)
 			s.tenure("A", 1, 0)
 			s.tx("A", 1, 1)
-			s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 5}, resultOK, Record{})
-			s.acquire("B", 6, 10, resultOK, 2)
+			s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 5}, ResultOK, Record{})
+			s.acquire("B", 6, 10, ResultOK, 2)
 			s.tenure("B", 2, 1)
 			s.tx("B", 2, 2)
 			s.h.Epochs["r"] = 2
 		}, true, nil},
 		{"an acquire killed in flight took an epoch", func(s *scripted) {
-			s.acquire("A", 0, 10, resultKilled, 0)
-			s.acquire("B", 20, 10, resultOK, 2)
+			s.acquire("A", 0, 10, ResultKilled, 0)
+			s.acquire("B", 20, 10, ResultOK, 2)
 			s.h.Epochs["r"] = 2
 		}, true, nil},
 		{"a stale row after the newer tenure began", func(s *scripted) {
-			s.acquire("A", 0, 10, resultOK, 1)
+			s.acquire("A", 0, 10, ResultOK, 1)
 			s.tenure("A", 1, 0)
-			s.acquire("B", 10, 10, resultOK, 2)
+			s.acquire("B", 10, 10, ResultOK, 2)
 			s.tenure("B", 2, 0)
 			s.tx("A", 1, 1) // A's commit, after B's tenure began
 			s.tx("B", 2, 2)
 			s.h.Epochs["r"] = 2
 		}, false, []string{"no row commits after a newer tenure began"}},
 		{"an epoch granted twice", func(s *scripted) {
-			s.acquire("A", 0, 10, resultOK, 1)
-			s.acquire("B", 10, 10, resultOK, 1)
+			s.acquire("A", 0, 10, ResultOK, 1)
+			s.acquire("B", 10, 10, ResultOK, 1)
 			s.h.Epochs["r"] = 1
 		}, false, []string{"every epoch granted once"}},
 		{"a grant while the lease is live", func(s *scripted) {
-			s.acquire("A", 0, 10, resultOK, 1)
-			s.acquire("B", 5, 10, resultOK, 2)
+			s.acquire("A", 0, 10, ResultOK, 1)
+			s.acquire("B", 5, 10, ResultOK, 2)
 			s.h.Epochs["r"] = 2
-		}, false, nil},
+		}, false, []string{"the authority's tenures agree with every answer"}},
 		{"a row of an epoch its writer was not granted", func(s *scripted) {
-			s.acquire("A", 0, 10, resultOK, 1)
+			s.acquire("A", 0, 10, ResultOK, 1)
 			s.tenure("A", 1, 0)
 			s.tx("B", 1, 1)
 			s.h.Epochs["r"] = 1
 		}, true, []string{"every row's epoch granted to its writer"}},
 		{"a Check live after the expiry", func(s *scripted) {
-			s.acquire("A", 0, 10, resultOK, 1)
-			s.op("A", "check", Record{Resource: "r", Epoch: 1, Now: 10}, resultOK, Record{})
+			s.acquire("A", 0, 10, ResultOK, 1)
+			s.op("A", "check", Record{Resource: "r", Epoch: 1, Now: 10}, ResultOK, Record{})
 			s.h.Epochs["r"] = 1
 		}, true, []string{"no Check live at or after the lease's expiry"}},
 		{"the fence below a tenure that began", func(s *scripted) {
-			s.acquire("A", 0, 10, resultOK, 1)
+			s.acquire("A", 0, 10, ResultOK, 1)
 			s.tenure("A", 1, 0)
 			s.h.Epochs["r"] = 1
 		}, false, []string{"the fence is the newest committed tenure and covers every row"}},
+		// The evidence's fenced receiver, as the stress tests' workers use it.
+		{"the fenced receiver: a write, its replay, a conflict, a fence, a stale write, a read", func(s *scripted) {
+			s.acquire("A", 0, 10, ResultOK, 1)
+			s.write("A", 1, "a", leases.Accepted, leases.Record{Epoch: 1, ValueEpoch: 1, Value: "a"})
+			s.write("A", 1, "a", leases.Replay, leases.Record{Epoch: 1, ValueEpoch: 1, Value: "a"})
+			s.write("A", 1, "b", leases.Conflict, leases.Record{Epoch: 1, ValueEpoch: 1, Value: "a"})
+			s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 5}, ResultOK, Record{})
+			s.acquire("B", 6, 10, ResultOK, 2)
+			s.fence("B", 2, leases.Accepted, leases.Record{Epoch: 2, ValueEpoch: 1, Value: "a"})
+			s.write("A", 1, "c", leases.Stale, leases.Record{Epoch: 2, ValueEpoch: 1, Value: "a"})
+			s.op("B", "read", Record{Resource: "r"}, ResultOK, Record{Found: true, Stored: &leases.Record{Epoch: 2, ValueEpoch: 1, Value: "a"}})
+			s.h.Epochs["r"] = 2
+			s.h.Records = map[string]leases.Record{"r": {Epoch: 2, ValueEpoch: 1, Value: "a"}}
+		}, true, nil},
+		{"the fenced receiver: a write accepted below the fence", func(s *scripted) {
+			s.acquire("A", 0, 10, ResultOK, 1)
+			s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 5}, ResultOK, Record{})
+			s.acquire("B", 6, 10, ResultOK, 2)
+			s.fence("B", 2, leases.Accepted, leases.Record{Epoch: 2})
+			s.write("A", 1, "a", leases.Accepted, leases.Record{Epoch: 1, ValueEpoch: 1, Value: "a"})
+			s.h.Epochs["r"] = 2
+			s.h.Records = map[string]leases.Record{"r": {Epoch: 2, ValueEpoch: 1, Value: "a"}}
+		}, false, []string{"the receiver's fence never goes down, and nothing is accepted below it"}},
 		// On the server's clock: ticks that the answers show, or none.
 		{"server's clock: a grant, a renewal, a refusal, a release, the next grant", func(s *scripted) {
-			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
-			s.server("A", "renew", 1, 10, resultOK, lease("A", 1, 100, 115))
-			s.server("B", "holder", 0, 0, resultOK, lease("A", 1, 100, 115))
-			s.server("B", "acquire", 0, 10, resultHeld, lease("A", 1, 100, 115))
-			s.server("A", "release", 1, 0, resultOK, nil)
-			s.server("A", "renew", 1, 10, resultNotHolder, nil)
-			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 112, 122))
-			s.server("B", "renew", 2, 10, resultExpired, nil)
+			s.server("A", "acquire", 0, 10, ResultOK, lease("A", 1, 100, 110))
+			s.server("A", "renew", 1, 10, ResultOK, lease("A", 1, 100, 115))
+			s.server("B", "holder", 0, 0, ResultOK, lease("A", 1, 100, 115))
+			s.server("B", "acquire", 0, 10, ResultHeld, lease("A", 1, 100, 115))
+			s.server("A", "release", 1, 0, ResultOK, nil)
+			s.server("A", "renew", 1, 10, ResultNotHolder, nil)
+			s.server("B", "acquire", 0, 10, ResultOK, lease("B", 2, 112, 122))
+			s.server("B", "renew", 2, 10, ResultExpired, nil)
 			s.h.Epochs["r"] = 2
 		}, true, nil},
 		{"server's clock: a killed acquire, then a grant at a tick no answer showed", func(s *scripted) {
-			s.server("A", "acquire", 0, 10, resultKilled, nil)
-			s.server("B", "acquire", 0, 10, resultHeld, lease("A", 1, 50, 60))
-			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 60, 70))
+			s.server("A", "acquire", 0, 10, ResultKilled, nil)
+			s.server("B", "acquire", 0, 10, ResultHeld, lease("A", 1, 50, 60))
+			s.server("B", "acquire", 0, 10, ResultOK, lease("B", 2, 60, 70))
 			s.h.Epochs["r"] = 2
 		}, true, nil},
 		{"server's clock: a grant while the lease is live", func(s *scripted) {
-			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
-			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 105, 115))
+			s.server("A", "acquire", 0, 10, ResultOK, lease("A", 1, 100, 110))
+			s.server("B", "acquire", 0, 10, ResultOK, lease("B", 2, 105, 115))
 			s.h.Epochs["r"] = 2
 		}, false, nil},
 		{"server's clock: a renewal whose tick runs backwards", func(s *scripted) {
-			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
-			s.server("A", "renew", 1, 10, resultOK, lease("A", 1, 100, 105))
+			s.server("A", "acquire", 0, 10, ResultOK, lease("A", 1, 100, 110))
+			s.server("A", "renew", 1, 10, ResultOK, lease("A", 1, 100, 105))
 			s.h.Epochs["r"] = 1
 		}, false, nil},
 		{"server's clock: a refusal by a lease that is not the live one", func(s *scripted) {
-			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
-			s.server("B", "acquire", 0, 10, resultHeld, lease("A", 1, 100, 120))
+			s.server("A", "acquire", 0, 10, ResultOK, lease("A", 1, 100, 110))
+			s.server("B", "acquire", 0, 10, ResultHeld, lease("A", 1, 100, 120))
 			s.h.Epochs["r"] = 1
 		}, false, nil},
 		{"server's clock: a renewal by a holder that released", func(s *scripted) {
-			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
-			s.server("A", "release", 1, 0, resultOK, nil)
-			s.server("A", "renew", 1, 10, resultOK, lease("A", 1, 100, 115))
+			s.server("A", "acquire", 0, 10, ResultOK, lease("A", 1, 100, 110))
+			s.server("A", "release", 1, 0, ResultOK, nil)
+			s.server("A", "renew", 1, 10, ResultOK, lease("A", 1, 100, 115))
 			s.h.Epochs["r"] = 1
 		}, false, nil},
 		{"server's clock: a guarded row committed after the next grant returned", func(s *scripted) {
-			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 0, 10))
+			s.server("A", "acquire", 0, 10, ResultOK, lease("A", 1, 0, 10))
 			s.tenure("A", 1, 0)
-			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 20, 30))
+			s.server("B", "acquire", 0, 10, ResultOK, lease("B", 2, 20, 30))
 			s.guardedTx("A", 1, 1, 5) // its COMMIT sent after B's grant returned
 			s.h.Epochs["r"] = 2
 		}, false, []string{"no row of epoch e commits after the grant of epoch e+1 returned"}},
 		{"server's clock: a held COMMIT not committed when the next grant had returned, that then committed", func(s *scripted) {
-			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 0, 10))
+			s.server("A", "acquire", 0, 10, ResultOK, lease("A", 1, 0, 10))
 			s.tenure("A", 1, 0)
 			s.guardedTx("A", 1, 1, 5)
-			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 20, 30))
+			s.server("B", "acquire", 0, 10, ResultOK, lease("B", 2, 20, 30))
 			s.h.Held = append(s.h.Held, HeldCommit{OpID: "A/1", At: s.t + 1})
 			s.h.Epochs["r"] = 2
 		}, true, []string{"no row of epoch e commits after the grant of epoch e+1 returned"}},
 		{"server's clock: a held COMMIT that the next grant waited for", func(s *scripted) {
-			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 0, 10))
+			s.server("A", "acquire", 0, 10, ResultOK, lease("A", 1, 0, 10))
 			s.tenure("A", 1, 0)
 			s.guardedTx("A", 1, 1, 5)
 			s.h.Held = append(s.h.Held, HeldCommit{OpID: "A/1", At: s.t + 1})
-			s.server("B", "acquire", 0, 10, resultOK, lease("B", 2, 20, 30))
+			s.server("B", "acquire", 0, 10, ResultOK, lease("B", 2, 20, 30))
 			s.h.Epochs["r"] = 2
 		}, true, nil},
 		{"server's clock: a guarded row of a transaction begun after the lease's expiry", func(s *scripted) {
-			s.server("A", "acquire", 0, 10, resultOK, lease("A", 1, 100, 110))
+			s.server("A", "acquire", 0, 10, ResultOK, lease("A", 1, 100, 110))
 			s.tenure("A", 1, 0)
 			s.guardedTx("A", 1, 1, 110)
 			s.h.Epochs["r"] = 1
@@ -202,8 +225,11 @@ func TestModelAndChecksTellRightFromWrong(t *testing.T) {
 			if want := map[bool]porcupine.CheckResult{true: porcupine.Ok, false: porcupine.Illegal}[c.legal]; result != want {
 				t.Errorf("porcupine says %s; want %s", result, want)
 			}
+			if !c.legal && readsAround(s.h.porcupineOps(), time.Minute) {
+				t.Errorf("readsAround found a linearization of a history that has none")
+			}
 			found := map[string][]string{}
-			for _, check := range append(Checks(time.Millisecond), GuardedChecks()...) {
+			for _, check := range Checks(time.Millisecond) {
 				if bad := check.Run(s.h); len(bad) > 0 {
 					found[check.Name] = bad
 				}
