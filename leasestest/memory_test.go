@@ -22,6 +22,7 @@ import (
 	"leases/clock"
 	"leases/fence"
 	"leases/leasestest"
+	"leases/testkit/sqlitetest"
 )
 
 // TestMemoryKeepsTheContract runs the whole suite on the in-memory
@@ -36,7 +37,7 @@ import (
 //	)
 func TestMemoryKeepsTheContract(t *testing.T) {
 	leasestest.Run(t, func(t *testing.T) leasestest.Backend {
-		b, err := memoryBackend(t.Context(), flaws{})
+		b, err := memoryBackend(t.Context(), flaws{}) // a fresh, empty store, closed when t ends
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +113,7 @@ func newBackend(ctx context.Context, f flaws) func() (leasestest.Backend, error)
 // memoryBackend is a fresh memory store with flaws f as the suite sees
 // it: its lessor on a manual clock that Expire advances, and its guard a
 // fence table in an in-memory SQLite database with a business table
-// beside, which Work inserts into.
+// beside, which Work inserts into; the database is closed when ctx ends.
 func memoryBackend(ctx context.Context, f flaws) (leasestest.Backend, error) {
 	m := newMemory(f)
 	db, err := sql.Open("sqlite", ":memory:?_txlock=immediate")
@@ -120,7 +121,7 @@ func memoryBackend(ctx context.Context, f flaws) (leasestest.Backend, error) {
 		return leasestest.Backend{}, err
 	}
 	db.SetMaxOpenConns(1) // one connection: one in-memory database
-	m.db = db
+	context.AfterFunc(ctx, func() { _ = db.Close() })
 	fences, err := fence.New(db, fence.Options{})
 	if err == nil {
 		err = fences.Create(ctx)
@@ -138,13 +139,16 @@ func memoryBackend(ctx context.Context, f flaws) (leasestest.Backend, error) {
 	host := clock.NewManual(0)
 	return leasestest.Backend{
 		Authority: m,
-		State:     m.state,
-		Fenced:    receiver{m, leases.Fenced},
-		Unfenced:  receiver{m, leases.Unfenced},
-		Guarded:   guardedReceiver{m},
-		Lessor:    clock.Lessor(m, host),
-		Expire:    func(ctx context.Context, l leases.Lease) error { return host.Advance(max(host.Now(), l.ExpiresAt)) },
-		Guard:     guard,
+		State: func(ctx context.Context) (string, error) {
+			rows, err := sqlitetest.Rows(ctx, db)
+			return m.state() + rows, err
+		},
+		Fenced:   receiver{m, leases.Fenced},
+		Unfenced: receiver{m, leases.Unfenced},
+		Guarded:  guardedReceiver{m},
+		Lessor:   clock.Lessor(m, host),
+		Expire:   func(ctx context.Context, l leases.Lease) error { return host.Advance(max(host.Now(), l.ExpiresAt)) },
+		Guard:    guard,
 		Work: func(ctx context.Context, tx *sql.Tx, l leases.Lease) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO work VALUES (?, ?)`, l.Resource, l.Epoch)
 			return err
@@ -169,29 +173,4 @@ func (g *tablePerTenure) Tenure(ctx context.Context, l leases.Lease) (*fence.Ten
 		return nil, err
 	}
 	return table.Tenure(ctx, l)
-}
-
-// dumpTables renders every row of every table of db.
-func dumpTables(ctx context.Context, db *sql.DB) (string, error) {
-	var out strings.Builder
-	for _, table := range []string{fence.DefaultTable, "work"} {
-		rows, err := db.QueryContext(ctx, `SELECT * FROM `+table+` ORDER BY 1`)
-		if err != nil {
-			return "", err
-		}
-		columns, err := rows.Columns()
-		for err == nil && rows.Next() {
-			values, pointers := make([]any, len(columns)), make([]any, len(columns))
-			for i := range values {
-				pointers[i] = &values[i]
-			}
-			if err = rows.Scan(pointers...); err == nil {
-				fmt.Fprintf(&out, "%s %q\n", table, values)
-			}
-		}
-		if err := errors.Join(err, rows.Err(), rows.Close()); err != nil {
-			return "", fmt.Errorf("dump %s: %w", table, err)
-		}
-	}
-	return out.String(), nil
 }
