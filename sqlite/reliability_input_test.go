@@ -6,7 +6,9 @@ package sqlite_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,9 +76,9 @@ func refuseEach(t *testing.T, state func(context.Context) (string, error), calls
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, call := range calls {
+	for _, name := range slices.Sorted(maps.Keys(calls)) {
 		t.Run(name, func(t *testing.T) {
-			err := call()
+			err := calls[name]()
 			if !errors.Is(err, leases.ErrInvalidInput) || strings.Contains(err.Error(), "\n") || len(err.Error()) > 300 {
 				t.Fatalf("got %v; want one line of at most 300 bytes matching ErrInvalidInput", err)
 			}
