@@ -162,8 +162,9 @@ func listed(what string, live []leases.Lease, now int64, err error, want ...leas
 
 // checkLessorBadInput: every entry point of the lessor that takes a
 // resource or a holder name refuses each of BadNames, and a ttl below a
-// millisecond, with ErrInvalidInput in one line, and the store stays as
-// it was, a live lease of "r" beside, whose release still works.
+// millisecond or an epoch below 1, with ErrInvalidInput in one line, and
+// the store stays as it was, a live lease of "r" beside, whose release
+// still works.
 func checkLessorBadInput(ctx context.Context, b Backend) error {
 	l := b.Lessor
 	held, err := l.Acquire(ctx, "r", "A", time.Hour)
@@ -178,6 +179,8 @@ func checkLessorBadInput(ctx context.Context, b Backend) error {
 			_, err := l.Renew(ctx, with(held, func(l *leases.Lease) { l.Epoch = 0 }), time.Second)
 			return err
 		}},
+		{"release: epoch 0", func() error { return l.Release(ctx, with(held, func(l *leases.Lease) { l.Epoch = 0 })) }},
+		{"release: negative epoch", func() error { return l.Release(ctx, with(held, func(l *leases.Lease) { l.Epoch = -1 })) }},
 	}
 	for _, name := range BadNames() {
 		resource := with(held, func(l *leases.Lease) { l.Resource = name.Name })
