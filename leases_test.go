@@ -22,58 +22,54 @@ import (
 	"leases/evidence/experimenttest"
 	"leases/evidence/scenario"
 	"leases/internal/sqlitestore"
+	"leases/leasestest"
 	"leases/sqlite"
-	"leases/testkit/contract"
 	"leases/testkit/sqlitetest"
 	"leases/testkit/testctx"
 )
 
 // C1: epochs strictly increase per resource, resources do not share a
 // sequence, and a holder that comes back gets a new epoch, its old lease no
-// longer its own (contract.EpochsIncreasePerResource, on SQLite).
+// longer its own (leasestest.Epochs, on SQLite).
 func TestEpochsIncreasePerResource(t *testing.T) {
-	contract.EpochsIncreasePerResource(t, sqlitetest.Backend(t))
+	leasestest.Run(t, sqlitetest.Backend, leasestest.Epochs)
 }
 
 // C2: a lease granted at t for d ticks is live at t+d-1 and expired at t+d
-// (contract.ExpiryBoundary, on SQLite); a holder query draws the same line
-// (contract.HolderAnswersWhoHolds).
+// (leasestest.Expiry, on SQLite); a query of the live lease draws the same
+// line (leasestest.Query).
 func TestExpiryBoundary(t *testing.T) {
-	contract.ExpiryBoundary(t, sqlitetest.Backend(t))
-	t.Run("holder", func(t *testing.T) { contract.HolderAnswersWhoHolds(t, sqlitetest.Backend(t)) })
+	leasestest.Run(t, sqlitetest.Backend, leasestest.Expiry, leasestest.Query)
 }
 
 // Renewal extends the holder's live lease under the same epoch and grant
 // tick, never to an earlier expiry; nobody else can renew it, an expired
 // lease cannot be renewed, and a renewal leaves other resources alone
-// (contract.RenewExtendsOnlyTheHoldersLiveLease, on SQLite).
+// (leasestest.Renewal, on SQLite).
 func TestRenewExtendsOnlyTheHoldersLiveLease(t *testing.T) {
-	contract.RenewExtendsOnlyTheHoldersLiveLease(t, sqlitetest.Backend(t))
+	leasestest.Run(t, sqlitetest.Backend, leasestest.Renewal)
 }
 
 // Release frees the resource at once and only that resource, but its epoch
-// is never handed out again (contract.ReleaseNeverReusesEpoch, on SQLite).
+// is never handed out again (leasestest.Release, on SQLite).
 func TestReleaseNeverReusesEpoch(t *testing.T) {
-	contract.ReleaseNeverReusesEpoch(t, sqlitetest.Backend(t))
+	leasestest.Run(t, sqlitetest.Backend, leasestest.Release)
 }
 
 // C6: every outcome of the fenced receiver, with the stored record
 // unchanged on replay, conflict and stale, and another resource's record
-// left alone (contract.FencedReceiverOutcomes, on SQLite); observe's
-// outcomes, and the guarded receiver's, which adds not-live
-// (contract.ObserveOutcomes, contract.GuardedReceiverOutcomes).
+// left alone (leasestest.FencedOutcomes, on SQLite); Fence's outcomes, and
+// the guarded receiver's, which adds not-live (leasestest.FenceOutcomes,
+// leasestest.GuardedOutcomes).
 func TestFencedReceiverOutcomes(t *testing.T) {
-	contract.FencedReceiverOutcomes(t, sqlitetest.Backend(t))
-	t.Run("observe", func(t *testing.T) { contract.ObserveOutcomes(t, sqlitetest.Backend(t)) })
-	t.Run("guarded", func(t *testing.T) { contract.GuardedReceiverOutcomes(t, sqlitetest.Backend(t)) })
+	leasestest.Run(t, sqlitetest.Backend, leasestest.FencedOutcomes, leasestest.FenceOutcomes, leasestest.GuardedOutcomes)
 }
 
 // C8 at the library level: without the comparison, whatever comes last
 // wins, lower epoch or not; the unfenced receiver's records are apart from
-// the fenced one's (contract.UnfencedReceiverStoresWhateverComesLast, on
-// SQLite).
+// the fenced one's (leasestest.UnfencedOutcomes, on SQLite).
 func TestUnfencedReceiverStoresWhateverComesLast(t *testing.T) {
-	contract.UnfencedReceiverStoresWhateverComesLast(t, sqlitetest.Backend(t))
+	leasestest.Run(t, sqlitetest.Backend, leasestest.UnfencedOutcomes)
 }
 
 // holdInsideTransaction starts op in the background and returns once op is
@@ -141,7 +137,9 @@ func TestReceiverComparesAndWritesInOneTransaction(t *testing.T) {
 	ctx := context.Background()
 	path := sqlitetest.Path(t)
 	first := sqlitetest.Open(t, path).Receiver(leases.Fenced)
-	contract.MustWrite(t, first, "r", 1, "v1")
+	if _, err := first.Write(ctx, "r", 1, "v1"); err != nil {
+		t.Fatal(err)
+	}
 	otherStore, err := sqlite.Options{BusyTimeout: -1}.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +184,7 @@ func TestFenceSurvivesReopenByAnotherProcess(t *testing.T) {
 		t.Fatalf("want two processes, the first gone: %d, %d", newer.PID(), older.PID())
 	}
 	got, err := older.Write(ctx, leases.Fenced, "r", 1, "old")
-	if err != nil || got.Outcome != leases.Stale || got.Record != contract.Written(2, "new") {
+	if err != nil || got.Outcome != leases.Stale || got.Record != written(2, "new") {
 		t.Fatalf("write epoch 1 in a new process: %+v, %v; want stale with epoch 2 kept", got, err)
 	}
 }
@@ -402,13 +400,16 @@ func TestCommandRejectsBadUsageAndFiles(t *testing.T) {
 }
 
 // Bad input is refused with ErrInvalidInput in one line and changes
-// nothing, row for row (contract.BadInputChangesNothing, on SQLite).
+// nothing, row for row (leasestest.BadInput, on SQLite).
 func TestBadInputChangesNothing(t *testing.T) {
-	b := sqlitetest.Backend(t)
-	contract.BadInputChangesNothing(t, b)
+	leasestest.Run(t, sqlitetest.Backend, leasestest.BadInput)
 	ctx := context.Background()
 	if _, err := sqlite.Open(ctx, ""); !errors.Is(err, leases.ErrInvalidInput) {
 		t.Errorf("open with an empty path: %v", err)
+	}
+	half := sqlitetest.Open(t, sqlitetest.Path(t)).Receiver("half-fenced")
+	if _, err := half.Write(ctx, "r", 2, "x"); !errors.Is(err, leases.ErrInvalidInput) {
+		t.Errorf("a write to a receiver of an unknown mode: %v", err)
 	}
 }
 
@@ -423,7 +424,7 @@ func TestUnfencedReceiver(t *testing.T) {
 	if b.Outcome != "accepted" || a.Outcome != "accepted" || a.Epoch != 1 {
 		t.Fatalf("B's write %s, A's epoch-%d write %s; want both accepted", b.Outcome, a.Epoch, a.Outcome)
 	}
-	if sc.Final == nil || *sc.Final != contract.Written(1, sc.Parameters.ValueA) {
+	if sc.Final == nil || *sc.Final != written(1, sc.Parameters.ValueA) {
 		t.Fatalf("final %+v; want A's stale value at epoch 1", sc.Final)
 	}
 	v := sc.Verdicts
@@ -438,7 +439,7 @@ func TestUnfencedReceiver(t *testing.T) {
 func TestFencedReceiver(t *testing.T) {
 	sc, _ := experimenttest.RunScenario(t, scenario.FencedReceiver)
 	checkBoundarySteps(t, sc)
-	bValue := contract.Written(2, sc.Parameters.ValueB)
+	bValue := written(2, sc.Parameters.ValueB)
 	for n, want := range []leases.Outcome{leases.Accepted, leases.Replay, leases.Conflict} {
 		s := experimenttest.FindStep(t, sc, "B", "write", n+1)
 		if s.Outcome != string(want) || s.ReceiverAfter == nil || *s.ReceiverAfter != bValue {

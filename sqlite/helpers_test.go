@@ -32,3 +32,18 @@ func mustAcquire(t *testing.T, a leases.Authority, resource, holder string, now,
 	}
 	return lease
 }
+
+// mustWrite writes value for resource at epoch, failing t if it cannot.
+func mustWrite(t *testing.T, r leases.Receiver, resource string, epoch int64, value string) leases.WriteResult {
+	t.Helper()
+	result, err := r.Write(context.Background(), resource, epoch, value)
+	if err != nil {
+		t.Fatalf("write %s epoch %d: %v", resource, epoch, err)
+	}
+	return result
+}
+
+// written is the record a write of value at epoch leaves behind.
+func written(epoch int64, value string) leases.Record {
+	return leases.Record{Epoch: epoch, ValueEpoch: epoch, Value: value}
+}

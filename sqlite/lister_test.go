@@ -8,22 +8,22 @@ import (
 
 	"leases"
 	"leases/clock"
-	"leases/testkit/contract"
 	"leases/testkit/testctx"
 )
 
-// The Lessor lists the live leases on its own clock, as Holder sees them
-// (contract.Lister), and the tick it returns is that clock's.
+// The Lessor's listing (leasestest.Listing, in TestContract) is read at a
+// tick of its own clock, and says so.
 func TestLessorListsTheLiveLeases(t *testing.T) {
 	host := clock.NewManual(1_000)
 	lessor := lessorOn(t, filepath.Join(t.TempDir(), "leases.db"), host)
-	contract.Lister(t, testctx.Context(t), lessor, func(l leases.Lease) {
-		if err := host.Advance(l.ExpiresAt); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if _, now, err := lessor.Live(testctx.Context(t)); err != nil || now != host.Now() {
-		t.Fatalf("the listing's tick: %d, %v; want the clock's, %d", now, err, host.Now())
+	if _, err := lessor.Acquire(testctx.Context(t), "r", "A", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Advance(1_500); err != nil {
+		t.Fatal(err)
+	}
+	if live, now, err := lessor.Live(testctx.Context(t)); err != nil || now != host.Now() || len(live) != 1 {
+		t.Fatalf("the listing: %+v at tick %d, %v; want A's lease, at the clock's tick %d", live, now, err, host.Now())
 	}
 }
 

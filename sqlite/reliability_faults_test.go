@@ -16,7 +16,6 @@ import (
 	"leases/evidence/experimenttest"
 	"leases/evidence/worker"
 	"leases/sqlite"
-	"leases/testkit/contract"
 	"leases/testkit/sqlitetest"
 	"leases/testkit/testctx"
 )
@@ -44,7 +43,7 @@ func TestKilledInsideATransaction(t *testing.T) {
 			path := sqlitetest.Path(t)
 			store := sqlitetest.Open(t, path)
 			mustAcquire(t, store.Authority(), "r", "A", 0, 2)
-			contract.MustWrite(t, store.Receiver(leases.Fenced), "r", 1, "v1")
+			mustWrite(t, store.Receiver(leases.Fenced), "r", 1, "v1")
 			before := sqlitetest.Dump(t, path)
 
 			victim := experimenttest.StartWorker(t, ctx, "V", path, pauseEnv+"="+tc.point)
@@ -98,7 +97,7 @@ func TestHolderKilledBeforeWriting(t *testing.T) {
 	if got, err := next.Write(ctx, leases.Fenced, "r", lease.Epoch, "from-B"); err != nil || got.Outcome != leases.Accepted {
 		t.Fatalf("B's write: %+v, %v", got, err)
 	}
-	if record, _, _ := store.Receiver(leases.Fenced).Read(ctx, "r"); record != contract.Written(2, "from-B") {
+	if record, _, _ := store.Receiver(leases.Fenced).Read(ctx, "r"); record != written(2, "from-B") {
 		t.Fatalf("receiver %+v; want only B's epoch 2", record)
 	}
 }

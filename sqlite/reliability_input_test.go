@@ -5,53 +5,88 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"leases"
-	"leases/testkit/contract"
 	"leases/testkit/sqlitetest"
-	"leases/testkit/testctx"
 )
 
 // Every invalid argument is refused with ErrInvalidInput, in one short
-// line, and leaves every row as it was: the contract's bad calls, and the
-// extremes and the fields they leave out.
+// line, and leaves every row as it was: the extremes and the fields that
+// the contract's bad calls (leasestest.BadInput, in TestContract) leave
+// out, on a store as that clause sets it up, A's live lease on "r".
 func TestInvalidInputIsRefusedAndChangesNothing(t *testing.T) {
+	ctx := context.Background()
 	b := sqlitetest.Backend(t)
-	s := contract.Calls{B: b, Held: contract.BadInputSetup(t, b)}
-	fenced, unfenced := b.Fenced, b.Unfenced
+	auth, fenced, unfenced := b.Authority, b.Fenced, b.Unfenced
+	held := mustAcquire(t, auth, "r", "A", 5, 10)
+	mustWrite(t, fenced, "r", held.Epoch, "v")
+	with := func(change func(*leases.Lease)) leases.Lease {
+		l := held
+		change(&l)
+		return l
+	}
+	acquire := func(resource, holder string, now, ttl int64) func() error {
+		return func() error { _, err := auth.Acquire(ctx, resource, holder, now, ttl); return err }
+	}
+	renew := func(l leases.Lease, now, ttl int64) func() error {
+		return func() error { _, err := auth.Renew(ctx, l, now, ttl); return err }
+	}
+	release := func(l leases.Lease, now int64) func() error { return func() error { return auth.Release(ctx, l, now) } }
+	write := func(r leases.Receiver, resource string, epoch int64, value string) func() error {
+		return func() error { _, err := r.Write(ctx, resource, epoch, value); return err }
+	}
 	long := strings.Repeat("n", leases.MaxNameBytes+1)
 	huge := strings.Repeat("v", 1<<20)
-	contract.RefuseEach(t, b, append(contract.BadInputCalls(b, s.Held),
-		bad("acquire: ttl MinInt64", s.Acquire("r", "B", 20, math.MinInt64)),
-		bad("acquire: tick MinInt64", s.Acquire("new", "B", math.MinInt64, 1)),
-		bad("acquire: tick+ttl overflows", s.Acquire("r", "B", math.MaxInt64, 1)),
-		bad("acquire: holder 1 MiB", s.Acquire("r", huge, 20, 1)),
-		bad("acquire: NUL in holder", s.Acquire("r", "B\x00'; DELETE FROM authority_leases; --", 20, 1)),
-		bad("acquire: invalid UTF-8 resource", s.Acquire("\xc3\x28", "B", 20, 1)),
-		bad("renew: epoch -1", s.Renew(s.HeldWith(func(l *leases.Lease) { l.Epoch = -1 }), 6, 1)),
-		bad("renew: empty holder", s.Renew(s.HeldWith(func(l *leases.Lease) { l.Holder = "" }), 6, 1)),
-		bad("renew: tick -1", s.Renew(s.Held, -1, 1)),
-		bad("renew: tick+ttl overflows", s.Renew(s.Held, 6, math.MaxInt64)),
-		bad("release: epoch 0", s.Release(s.HeldWith(func(l *leases.Lease) { l.Epoch = 0 }), 6)),
-		bad("release: empty resource", s.Release(s.HeldWith(func(l *leases.Lease) { l.Resource = "" }), 6)),
-		bad("release: tick -1", s.Release(s.Held, -1)),
-		bad("write: epoch MinInt64", s.Write(fenced, "r", math.MinInt64, "x")),
-		bad("write: value 1 MiB", s.Write(fenced, "r", 2, huge)),
-		bad("write: NUL in value", s.Write(fenced, "r", 2, "x\x00y")),
-		bad("write: invalid UTF-8 value", s.Write(fenced, "r", 2, "\xff")),
-		bad("unfenced write: NUL in resource", s.Write(unfenced, "r\x00", 2, "x")),
-		bad("observe: epoch 0", s.Fence(fenced, "r", 0)),
-		bad("observe: empty resource", s.Fence(fenced, "", 2)),
-		bad("observe: an unfenced receiver", s.Fence(unfenced, "r", 2)),
-		bad("read: empty resource", s.Read("")),
-		bad("read: resource 257 bytes", s.Read(long)),
-		bad("holder: NUL in resource", s.Holder("r\x00", 6)),
-		bad("holder: tick MinInt64", s.Holder("r", math.MinInt64)),
-	), 300)
+	refuseEach(t, b.State, map[string]func() error{
+		"acquire: ttl MinInt64":           acquire("r", "B", 20, math.MinInt64),
+		"acquire: tick MinInt64":          acquire("new", "B", math.MinInt64, 1),
+		"acquire: tick+ttl overflows":     acquire("r", "B", math.MaxInt64, 1),
+		"acquire: holder 1 MiB":           acquire("r", huge, 20, 1),
+		"acquire: NUL in holder":          acquire("r", "B\x00'; DELETE FROM authority_leases; --", 20, 1),
+		"acquire: invalid UTF-8 resource": acquire("\xc3\x28", "B", 20, 1),
+		"renew: epoch -1":                 renew(with(func(l *leases.Lease) { l.Epoch = -1 }), 6, 1),
+		"renew: empty holder":             renew(with(func(l *leases.Lease) { l.Holder = "" }), 6, 1),
+		"renew: tick+ttl overflows":       renew(held, 6, math.MaxInt64),
+		"release: epoch 0":                release(with(func(l *leases.Lease) { l.Epoch = 0 }), 6),
+		"release: empty resource":         release(with(func(l *leases.Lease) { l.Resource = "" }), 6),
+		"write: epoch MinInt64":           write(fenced, "r", math.MinInt64, "x"),
+		"write: value 1 MiB":              write(fenced, "r", 2, huge),
+		"write: NUL in value":             write(fenced, "r", 2, "x\x00y"),
+		"write: invalid UTF-8 value":      write(fenced, "r", 2, "\xff"),
+		"unfenced write: NUL in resource": write(unfenced, "r\x00", 2, "x"),
+		"fence: empty resource":           func() error { _, err := fenced.Fence(ctx, "", 2); return err },
+		"read: resource 257 bytes":        func() error { _, _, err := fenced.Read(ctx, long); return err },
+		"lease: NUL in resource":          func() error { _, _, err := auth.Lease(ctx, "r\x00", 6); return err },
+		"lease: tick MinInt64":            func() error { _, _, err := auth.Lease(ctx, "r", math.MinInt64); return err },
+	})
+}
+
+// refuseEach runs each call in a subtest of its own and fails it unless
+// the call is refused with ErrInvalidInput, in one line of at most 300
+// bytes, and the store's state is as it was.
+func refuseEach(t *testing.T, state func(context.Context) (string, error), calls map[string]func() error) {
+	t.Helper()
+	before, err := state(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(calls)) {
+		t.Run(name, func(t *testing.T) {
+			err := calls[name]()
+			if !errors.Is(err, leases.ErrInvalidInput) || strings.Contains(err.Error(), "\n") || len(err.Error()) > 300 {
+				t.Fatalf("got %v; want one line of at most 300 bytes matching ErrInvalidInput", err)
+			}
+			if after, err := state(t.Context()); err != nil || after != before {
+				t.Fatalf("the store changed (%v):\n%s\nbecame\n%s", err, before, after)
+			}
+		})
+	}
 }
 
 // Names and values that look like SQL, quotes, or other scripts are data:
@@ -62,7 +97,7 @@ func TestHostileButValidInputIsStoredVerbatim(t *testing.T) {
 	store := sqlitetest.Open(t, path)
 	auth, fenced := store.Authority(), store.Receiver(leases.Fenced)
 	mustAcquire(t, auth, "bystander", "Z", 0, 100)
-	contract.MustWrite(t, fenced, "bystander", 1, "untouched")
+	mustWrite(t, fenced, "bystander", 1, "untouched")
 	bystanders := sqlitetest.Dump(t, path)
 
 	for _, name := range []string{
@@ -94,43 +129,4 @@ func TestHostileButValidInputIsStoredVerbatim(t *testing.T) {
 	if check, err := store.IntegrityCheck(ctx); err != nil || check != "ok" {
 		t.Fatalf("integrity_check: %q, %v", check, err)
 	}
-}
-
-// The one rule for names holds at the Lessor, its listing and its watch,
-// and at the store's tenure: each bad name is refused
-// with ErrInvalidInput and no row of the file changes.
-func TestBadNamesAreRefusedAndChangeNothing(t *testing.T) {
-	ctx := testctx.Context(t)
-	path := sqlitetest.Path(t)
-	store := sqlitetest.Open(t, path)
-	state := func(t *testing.T) string { return sqlitetest.Dump(t, path) }
-	t.Run("lessor", func(t *testing.T) { contract.LessorRefusesBadNames(t, store.Lessor(), state) })
-
-	held, err := store.Lessor().Acquire(ctx, "guarded", "G", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var calls []contract.BadCall
-	for _, name := range contract.BadNames {
-		for _, change := range []struct {
-			what string
-			set  func(l *leases.Lease)
-		}{
-			{"resource", func(l *leases.Lease) { l.Resource = name.Name }},
-			{"holder", func(l *leases.Lease) { l.Holder = name.Name }},
-		} {
-			lease := held
-			change.set(&lease)
-			calls = append(calls, bad("tenure: "+change.what+": "+name.Why, func() error {
-				_, err := store.Tenure(ctx, lease)
-				return err
-			}))
-		}
-	}
-	contract.RefuseEach(t, contract.Backend{State: state}, calls, 300)
-}
-
-// bad names a call that must be refused as invalid input.
-func bad(name string, call func() error) contract.BadCall {
-	return contract.BadCall{Name: name, Call: call}
 }

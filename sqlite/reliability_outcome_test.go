@@ -17,7 +17,6 @@ import (
 	"leases/evidence/experimenttest"
 	"leases/evidence/worker"
 	"leases/sqlite"
-	"leases/testkit/contract"
 	"leases/testkit/sqlitetest"
 	"leases/testkit/stracetest"
 	"leases/testkit/testctx"
@@ -43,7 +42,7 @@ func TestFailedCommitIsAnUnknownOutcome(t *testing.T) {
 				return err
 			},
 			func(t *testing.T, s *sqlite.Store) {
-				if got, _, err := s.Receiver(leases.Fenced).Read(context.Background(), "r"); err != nil || got != contract.Written(2, "v2-FAILED") {
+				if got, _, err := s.Receiver(leases.Fenced).Read(context.Background(), "r"); err != nil || got != written(2, "v2-FAILED") {
 					t.Fatalf("after the failed write the file holds %+v, %v; want the failed write's value", got, err)
 				}
 			}},

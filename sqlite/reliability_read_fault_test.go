@@ -12,7 +12,6 @@ import (
 	"leases/evidence/backend"
 	"leases/evidence/experimenttest"
 	"leases/evidence/worker"
-	"leases/testkit/contract"
 	"leases/testkit/sqlitetest"
 	"leases/testkit/testctx"
 )
@@ -44,7 +43,7 @@ func TestFailedReadIsNotNotFound(t *testing.T) {
 			"read lease"},
 		{"fenced write",
 			func(t *testing.T, _ leases.Authority, fenced leases.Receiver, _ leases.Lease) {
-				contract.MustWrite(t, fenced, "r", 5, "v5")
+				mustWrite(t, fenced, "r", 5, "v5")
 			},
 			func(ctx context.Context, w *worker.Worker) error {
 				_, err := w.Write(ctx, leases.Fenced, "r", 3, "v3")
@@ -53,7 +52,7 @@ func TestFailedReadIsNotNotFound(t *testing.T) {
 			"read record"},
 		{"observe",
 			func(t *testing.T, _ leases.Authority, fenced leases.Receiver, _ leases.Lease) {
-				contract.MustWrite(t, fenced, "r", 5, "v5")
+				mustWrite(t, fenced, "r", 5, "v5")
 			},
 			func(ctx context.Context, w *worker.Worker) error { _, err := w.Fence(ctx, "r", 3); return err },
 			"read record"},
@@ -65,7 +64,7 @@ func TestFailedReadIsNotNotFound(t *testing.T) {
 			store := sqlitetest.Open(t, path)
 			auth, fenced := store.Authority(), store.Receiver(leases.Fenced)
 			held := mustAcquire(t, auth, "r", "A", 5, 10)
-			contract.MustWrite(t, fenced, "r", held.Epoch, "v1")
+			mustWrite(t, fenced, "r", held.Epoch, "v1")
 			w := experimenttest.StartWorker(t, ctx, "W", path, oneThreadEnv+"=1")
 			if _, _, err := w.Read(ctx, backend.Fenced, "r"); err != nil { // warms its cache
 				t.Fatal(err)

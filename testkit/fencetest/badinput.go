@@ -7,11 +7,11 @@ import (
 
 	"leases"
 	"leases/fence"
-	"leases/testkit/contract"
+	"leases/leasestest"
 )
 
 // BadInput checks that every call with an argument the receiver rule
-// refuses (the name rule's contract.BadNames among them) returns leases.ErrInvalidInput and runs no statement: the
+// refuses (the name rule's leasestest.BadNames among them) returns leases.ErrInvalidInput and runs no statement: the
 // table it is given does not exist, so any statement would fail with
 // the database's own error, and in PostgreSQL would abort the
 // transaction, which must still be usable afterwards.
@@ -32,7 +32,7 @@ func BadInput(t *testing.T, db DB) {
 		call func() error
 	}
 	var names []call
-	for _, bad := range contract.BadNames {
+	for _, bad := range leasestest.BadNames() {
 		names = append(names,
 			call{"write: " + bad.Why, func() error { _, err := absent.Write(ctx, tx, bad.Name, 1, "v"); return err }},
 			call{"observe: " + bad.Why, func() error { _, err := absent.Observe(ctx, tx, bad.Name, 1); return err }},

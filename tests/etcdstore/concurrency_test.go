@@ -12,7 +12,6 @@ import (
 
 	"leases"
 	"leases/etcd"
-	"leases/testkit/contract"
 )
 
 // clients returns one client per member of the shared cluster and one of
@@ -221,7 +220,7 @@ func TestAnswersAreDecidedOnWhatEtcdHolds(t *testing.T) {
 	if err := y.Authority().Release(ctx, held, 5); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := x.Authority().Acquire(ctx, "r", "B", 6, 10); err != nil || got != contract.LeaseOf("r", "B", 2, 6, 16) {
+	if got, err := x.Authority().Acquire(ctx, "r", "B", 6, 10); err != nil || got != leaseOf("r", "B", 2, 6, 16) {
 		t.Fatalf("acquire after another store's release: %+v, %v; want epoch 2 granted", got, err)
 	}
 	if _, err := x.Receiver(leases.Fenced).Write(ctx, "r", 1, "v"); err != nil {
@@ -230,7 +229,7 @@ func TestAnswersAreDecidedOnWhatEtcdHolds(t *testing.T) {
 	if _, err := y.Receiver(leases.Fenced).Write(ctx, "r", 2, "w"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := x.Receiver(leases.Fenced).Write(ctx, "r", 1, "v"); err != nil || got.Outcome != leases.Stale || got.Record != contract.Written(2, "w") {
+	if got, err := x.Receiver(leases.Fenced).Write(ctx, "r", 1, "v"); err != nil || got.Outcome != leases.Stale || got.Record != written(2, "w") {
 		t.Fatalf("resend of epoch 1 after another store wrote epoch 2: %+v, %v; want stale", got, err)
 	}
 }

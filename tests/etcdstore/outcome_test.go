@@ -10,7 +10,6 @@ import (
 
 	"leases"
 	"leases/etcd"
-	"leases/testkit/contract"
 )
 
 // The three kinds of errors, on a cluster of the test's own that loses its
@@ -75,7 +74,7 @@ func TestErrorKindsWhenQuorumIsLost(t *testing.T) {
 		t.Fatalf("renew whose transaction was sent: %v; want ErrOutcomeUnknown", err)
 	}
 	wouldBe, err := a.Acquire(endedAtCommit(), "fresh", "A", 1, 10)
-	if !errors.Is(err, leases.ErrOutcomeUnknown) || wouldBe != contract.LeaseOf("fresh", "A", 1, 1, 11) {
+	if !errors.Is(err, leases.ErrOutcomeUnknown) || wouldBe != leaseOf("fresh", "A", 1, 1, 11) {
 		t.Fatalf("acquire whose transaction was sent: %+v, %v; want the would-be lease and ErrOutcomeUnknown", wouldBe, err)
 	}
 
