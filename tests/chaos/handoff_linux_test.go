@@ -41,7 +41,7 @@ var leaderRole = roles.Register("handoff-leader", playLeader)
 
 // mark is one line of a leader's output.
 type mark struct {
-	Event    string `json:"event"` // listening, refused, granted, renewed, released, ended, returned
+	Event    string `json:"event"` // listening, refused, granted, deadline, renewed, released, ended, returned
 	At       int64  `json:"at"`    // the wall clock, in Unix nanoseconds, after the event
 	Addr     string `json:"addr,omitempty"`
 	Epoch    int64  `json:"epoch,omitempty"`
@@ -93,7 +93,10 @@ func playLeader(args []string) int {
 	out.put(mark{Event: "listening", Addr: ln.Addr().String()})
 	opts := session.Options{TTL: ttl, OnEvent: func(ev session.Event) {
 		live.OnEvent(ev)
-		if ev.Kind == session.Ended {
+		switch ev.Kind {
+		case session.Granted, session.Renewed:
+			out.put(mark{Event: "deadline", Epoch: ev.Epoch, Deadline: ev.Deadline.UnixMilli()})
+		case session.Ended:
 			out.put(mark{Event: "ended", Epoch: ev.Epoch, Reason: session.EndReason(ev.Err), Err: ev.Err.Error()})
 		}
 	}}
@@ -208,13 +211,13 @@ func (l *leader) next(t *testing.T, kinds ...string) mark {
 	}
 }
 
-// expires is the latest expiry of the leader's lease it has told of.
-func (l *leader) expires() int64 {
-	var at int64
+// expires is the latest expiry of the leader's lease it has told of,
+// and its session's latest deadline (Unix ms).
+func (l *leader) expires() (expires, deadline int64) {
 	for _, mk := range l.seen {
-		at = max(at, mk.Expires)
+		expires, deadline = max(expires, mk.Expires), max(deadline, mk.Deadline)
 	}
-	return at
+	return expires, deadline
 }
 
 // lessors are the stores a leader can lead on: a SQLite file, and a
@@ -269,9 +272,9 @@ func TestShutdownHandsTheLeaseOver(t *testing.T) {
 				if err := current.Wait(); err != nil {
 					t.Fatalf("%s after SIGTERM: %v", current.name, err)
 				}
-				if granted.At/1e6 >= current.expires() {
+				if expires, _ := current.expires(); granted.At/1e6 >= expires {
 					t.Fatalf("round %d: granted at %d ms, not before the old lease's expiry %d: it ran out, it was not handed over",
-						round, granted.At/1e6, current.expires())
+						round, granted.At/1e6, expires)
 				}
 				toRelease = append(toRelease, time.Duration(released.At-signalled.UnixNano()))
 				toGrant = append(toGrant, time.Duration(granted.At-released.At))
@@ -280,5 +283,119 @@ func TestShutdownHandsTheLeaseOver(t *testing.T) {
 			t.Logf("%s, %d handoffs, TTL %v: SIGTERM to release %v; release to the next grant %v",
 				store.name, rounds, ttl, spread(toRelease), spread(toGrant))
 		})
+	}
+}
+
+// probed is one probe's answer: when it came, green (200 OK in time) or
+// not, and why not.
+type probed struct {
+	at      time.Time
+	green   bool
+	timeout bool // the probe's timeout passed without an answer
+	why     string
+}
+
+// probe probes addr as a kubelet's httpGet probe does, every period with
+// a timeout, until ctx ends, and sends each answer.
+func probe(ctx context.Context, addr string, period, timeout time.Duration) <-chan probed {
+	answers := make(chan probed, 1024)
+	client := &http.Client{Timeout: timeout}
+	go func() {
+		defer close(answers)
+		tick := time.NewTicker(period) // the probe's period: a timer of the prober
+		defer tick.Stop()
+		for {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/livez", nil)
+			if err != nil {
+				panic(err)
+			}
+			resp, err := client.Do(req)
+			p := probed{at: time.Now()}
+			var netErr net.Error
+			switch {
+			case ctx.Err() != nil:
+				return
+			case errors.As(err, &netErr) && netErr.Timeout():
+				p.timeout, p.why = true, err.Error()
+			case err != nil:
+				p.why = err.Error()
+			default:
+				p.green, p.why = resp.StatusCode == http.StatusOK, resp.Status
+				_ = resp.Body.Close()
+			}
+			answers <- p
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return answers
+}
+
+// A holder stopped (SIGSTOP) past its deadline is red to its liveness
+// probe before the next holder is granted. A stopped process cannot
+// answer: what a kubelet sees is its probe's timeout, which is red, and
+// that is what this test checks, with a kubelet's default timeout (1 s),
+// against a session of 5 s whose renewals come every 1.33 s: the next
+// holder is granted only once the stopped holder's lease has expired,
+// some 3.7 s or more after the stop. After SIGCONT, the stopped holder's
+// session ends at once, definitely, with ErrDeadline (reason "deadline"),
+// not as a failure it would retry.
+func TestAPausedHoldersProbeIsRedBeforeTheNextGrant(t *testing.T) {
+	const ttl, period, timeout = 5 * time.Second, 100 * time.Millisecond, time.Second
+	dsn := filepath.Join(t.TempDir(), "leases.db")
+	paused := startLeader(t, "sqlite", dsn, "holder-a", ttl)
+	addr := paused.next(t, "listening").Addr
+	paused.next(t, "granted")
+	next := startLeader(t, "sqlite", dsn, "holder-b", ttl)
+	next.next(t, "refused")
+
+	ctx, stopProbing := context.WithCancel(testctx.Context(t))
+	defer stopProbing()
+	answers := probe(ctx, addr, period, timeout)
+	green := false
+	for p := range answers { // green while it holds, before the stop
+		if green = p.green; green {
+			break
+		}
+	}
+	if !green {
+		t.Fatal("the holder's probe was never green")
+	}
+	stopped := time.Now()
+	if err := paused.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	granted := next.next(t, "granted")
+	stopProbing()
+	var red *probed
+	for p := range answers {
+		if red == nil && !p.green && p.at.After(stopped) {
+			red = &p
+		}
+	}
+	expires, deadline := paused.expires()
+	grantedAt := time.Unix(0, granted.At)
+	switch {
+	case red == nil:
+		t.Fatalf("no probe was red between the stop and the next grant (%v later)", grantedAt.Sub(stopped))
+	case !red.timeout:
+		t.Fatalf("the first red probe of the stopped holder was not its timeout: %s", red.why)
+	case !red.at.Before(grantedAt):
+		t.Fatalf("the probe turned red %v after the stop, not before the next grant, %v after it", red.at.Sub(stopped), grantedAt.Sub(stopped))
+	case granted.At/1e6 < expires:
+		t.Fatalf("the next holder was granted at %d ms, before the stopped holder's lease expired at %d", granted.At/1e6, expires)
+	}
+	t.Logf("after the stop: probe red (timeout %v) at %v, the stopped holder's deadline at %v, its lease's expiry at %v, the next grant at %v",
+		timeout, red.at.Sub(stopped).Round(time.Millisecond), time.UnixMilli(deadline).Sub(stopped).Round(time.Millisecond),
+		time.UnixMilli(expires).Sub(stopped).Round(time.Millisecond), grantedAt.Sub(stopped).Round(time.Millisecond))
+
+	if err := paused.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if ended := paused.next(t, "ended"); ended.Reason != "deadline" {
+		t.Fatalf("the stopped holder's session ended with %q (%s); want deadline", ended.Reason, ended.Err)
 	}
 }
