@@ -72,15 +72,19 @@ func TestAnEndSaysWhichEnd(t *testing.T) {
 				events []session.Event
 				log    bytes.Buffer
 			)
+			reported := make(chan struct{}) // the end is reported after Done closes
 			s := b.start(lessor, "A", session.Options{TTL: 10 * tick, Margin: 2 * tick, RenewEvery: 3 * tick,
 				Logger: slog.New(slog.NewTextHandler(&log, nil)),
 				OnEvent: func(ev session.Event) {
 					mu.Lock()
 					defer mu.Unlock()
 					events = append(events, ev)
+					if ev.Kind == session.Ended {
+						close(reported)
+					}
 				}})
 			tc.end(t, b, s)
-			<-s.Done()
+			<-reported
 			err := s.Err()
 			if cause := context.Cause(s.Context()); cause != err {
 				t.Fatalf("the context's cause %v is not Err %v", cause, err)
