@@ -181,4 +181,3 @@ func TestGraceIsABoundNotAWait(t *testing.T) {
 		t.Fatal("still held after Do returned")
 	}
 }
-
