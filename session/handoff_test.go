@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -179,5 +180,36 @@ func TestGraceIsABoundNotAWait(t *testing.T) {
 	}
 	if b.holding("A") {
 		t.Fatal("still held after Do returned")
+	}
+}
+
+// Work that panics, or ends its goroutine (runtime.Goexit, as a test's
+// t.Fatal does), has returned: Do releases the lease and then does the
+// same in its caller's goroutine.
+func TestDoReleasesAfterAPanicOrGoexit(t *testing.T) {
+	for _, how := range []string{"panic", "goexit"} {
+		t.Run(how, func(t *testing.T) {
+			b := newBench(t)
+			opts := session.Options{TTL: 100 * tick, Margin: 20 * tick, Clock: b.clk}
+			raised := make(chan any, 1)
+			go func() {
+				defer func() { raised <- recover() }()
+				_ = session.Do(b.ctx, b.lessor, "r", "A", opts, func(context.Context, *session.Session) error {
+					if how == "panic" {
+						panic("the work failed")
+					}
+					runtime.Goexit()
+					return nil
+				})
+				raised <- "Do returned"
+			}()
+			got := <-raised
+			if want := map[string]any{"panic": "the work failed", "goexit": nil}[how]; got != want {
+				t.Fatalf("Do's caller saw %v; want %v", got, want)
+			}
+			if b.holding("A") {
+				t.Fatal("the lease is still held")
+			}
+		})
 	}
 }

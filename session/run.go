@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 
 	"leases"
 )
@@ -28,7 +29,8 @@ var ErrWorkRunning = errors.New("session: the work under the lease did not retur
 // context ended; if fn has not returned by then, Do ends the session
 // without releasing the lease and returns an error matching
 // ErrWorkRunning, and fn goes on in its goroutine. A panic in fn is
-// raised again by Do, after the release.
+// raised again by Do, and a runtime.Goexit in fn (a test's t.Fatal) ends
+// Do's caller's goroutine too, after the release.
 //
 // Do returns fn's error, joined with the session's when the session
 // ended before fn returned (fn may then have acted without the lease: the
@@ -45,24 +47,33 @@ func Do(ctx context.Context, lessor leases.Lessor, resource, holder string, opts
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	defer stop()
 	returned := make(chan result, 1)
-	go func() { returned <- call(fn, work, s) }()
+	go func() {
+		r := result{goexit: true} // unless fn returns or panics
+		defer func() { returned <- r }()
+		r = call(fn, work, s)
+	}()
 	r, ok := s.await(work, returned)
 	ended := s.Err() // nil while the session lived when fn returned
 	if !ok {
 		return errors.Join(ended, s.abandon(ctx))
 	}
 	closeErr := s.Close(ctx)
-	if r.panicked {
+	switch {
+	case r.panicked:
 		panic(r.panic)
+	case r.goexit:
+		runtime.Goexit() // fn called it (t.Fatal in a test): so does its caller
 	}
 	return errors.Join(r.err, ended, closeErr)
 }
 
-// result is how fn returned: its error, or the value it panicked with.
+// result is how fn returned: its error, the value it panicked with, or
+// runtime.Goexit.
 type result struct {
 	err      error
 	panicked bool
 	panic    any
+	goexit   bool
 }
 
 // call calls fn, recovering a panic so that Do can release the lease
