@@ -98,7 +98,8 @@ func (s *Session) Deadline() time.Time {
 
 // Context is the holder's context: it is cancelled when the session ends,
 // at Deadline at the latest whatever a renewal is doing, and then
-// context.Cause gives the session's error (matching ErrEnded). Run the
+// context.Cause gives the session's error (matching ErrEnded, and
+// ErrLost, ErrDeadline or ErrClosed as the end was: EndReason). Run the
 // work the lease guards under it, database transactions included: a
 // transaction begun with it is rolled back, not committed, if it ends
 // before the COMMIT is sent (one whose COMMIT is on its way has an
@@ -139,7 +140,9 @@ func (s *Session) Err() error {
 }
 
 // Close ends the session and releases its lease, so that the next holder
-// need not wait for it to expire. It always tries: when ctx has already
+// need not wait for it to expire. The session's end matches ErrClosed
+// (and ctx's error when ctx had ended), or ErrDeadline when the deadline
+// had passed already, unnoticed. It always tries: when ctx has already
 // ended (a deferred Close after an interrupt), or ends during the
 // release, the release runs (again) with a bound of its own,
 // Options.CloseTimeout. A lease that expired or was
