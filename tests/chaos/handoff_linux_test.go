@@ -344,12 +344,19 @@ func probe(ctx context.Context, addr string, period, timeout time.Duration) <-ch
 // session ends at once, definitely, with ErrDeadline (reason "deadline"),
 // not as a failure it would retry.
 func TestAPausedHoldersProbeIsRedBeforeTheNextGrant(t *testing.T) {
+	for _, store := range lessors {
+		t.Run(store.name, func(t *testing.T) { pausedHoldersProbe(t, store.open) })
+	}
+}
+
+// pausedHoldersProbe is the test on the lessor that open opens.
+func pausedHoldersProbe(t *testing.T, open func(t *testing.T) (driver, dsn string)) {
 	const ttl, period, timeout = 5 * time.Second, 100 * time.Millisecond, time.Second
-	dsn := filepath.Join(t.TempDir(), "leases.db")
-	paused := startLeader(t, "sqlite", dsn, "holder-a", ttl)
+	driver, dsn := open(t)
+	paused := startLeader(t, driver, dsn, "holder-a", ttl)
 	addr := paused.next(t, "listening").Addr
 	paused.next(t, "granted")
-	next := startLeader(t, "sqlite", dsn, "holder-b", ttl)
+	next := startLeader(t, driver, dsn, "holder-b", ttl)
 	next.next(t, "refused")
 
 	ctx, stopProbing := context.WithCancel(testctx.Context(t))
