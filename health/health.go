@@ -8,9 +8,10 @@
 //     or paused, is past its deadline all the same, and its work may go on
 //     without the lease; or
 //   - has had Options.FailedRenewals renewals in a row fail (3 by
-//     default) since its last grant or confirmed renewal: the store is
-//     unreachable or in doubt, and the session ends at its deadline unless
-//     a renewal comes first.
+//     default) since its last grant or confirmed renewal, each a
+//     transient failure (session.ErrTransient: the session retries): the
+//     store is unreachable or in doubt, and the session ends at its
+//     deadline unless a renewal comes first.
 //
 // Otherwise it answers 200 OK. A process that holds no lease is healthy:
 // a standby is as healthy as the leader, as in client-go's leader
@@ -22,8 +23,11 @@
 // one entry per watched session, sorted by resource, holder and epoch,
 // with its resource, holder, epoch, deadline (RFC 3339, UTC; on a manual
 // clock, its ticks as milliseconds since 1970), until_deadline (negative
-// once past), failed_renewals (in a row), the last failure's error, and
-// the problem when there is one.
+// once past), failed_renewals (in a row), the last failure's error and
+// kind (last_failure: transient, or outcome_unknown when the renewal may
+// have taken effect), and the problem when there is one. A definite loss
+// (session.ErrLost, session.ErrDeadline) ends the session: it is then no
+// longer watched.
 //
 // For Kubernetes: a readiness probe on a Checker with the default
 // options takes a holder whose store is failing out of service before its
@@ -47,6 +51,7 @@ import (
 	"sync"
 	"time"
 
+	"leases"
 	"leases/clock"
 	"leases/session"
 )
@@ -94,6 +99,14 @@ type state struct {
 	deadline time.Time
 	failed   int // renewals in a row
 	lastErr  error
+}
+
+// failure is the kind of a failed renewal's error, as the metrics name it.
+func failure(err error) string {
+	if errors.Is(err, leases.ErrOutcomeUnknown) {
+		return "outcome_unknown"
+	}
+	return "transient"
 }
 
 // New returns a Checker that watches no session yet.
@@ -181,6 +194,7 @@ type watched struct {
 	UntilDeadline  string    `json:"until_deadline"`
 	FailedRenewals int       `json:"failed_renewals"`
 	LastError      string    `json:"last_error,omitempty"`
+	LastFailure    string    `json:"last_failure,omitempty"`
 	Problem        string    `json:"problem,omitempty"`
 }
 
@@ -194,14 +208,14 @@ func (c *Checker) report() report {
 		s := watched{Resource: k.resource, Holder: k.holder, Epoch: k.epoch, Deadline: st.deadline.UTC(),
 			UntilDeadline: st.deadline.Sub(now).String(), FailedRenewals: st.failed}
 		if st.lastErr != nil {
-			s.LastError = st.lastErr.Error()
+			s.LastError, s.LastFailure = st.lastErr.Error(), failure(st.lastErr)
 		}
 		var problems []string
 		if !now.Before(st.deadline) {
 			problems = append(problems, fmt.Sprintf("past its deadline by %v", now.Sub(st.deadline)))
 		}
 		if c.failures > 0 && st.failed >= c.failures {
-			problems = append(problems, fmt.Sprintf("%d renewals in a row failed", st.failed))
+			problems = append(problems, fmt.Sprintf("%d renewals in a row failed (the last: %s)", st.failed, strings.ReplaceAll(s.LastFailure, "_", " ")))
 		}
 		if len(problems) > 0 {
 			s.Problem, rep.Status = strings.Join(problems, "; "), "unhealthy"

@@ -3,12 +3,14 @@ package health_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"leases"
 	"leases/clock"
 	"leases/health"
 	"leases/session"
@@ -46,12 +48,12 @@ func TestTheCheckFailsPastADeadlineOrWhileRenewalsFail(t *testing.T) {
 		{
 			name: "two renewals failing", script: failing, moves: []int64{266, 276}, probe: 276, wantCode: http.StatusOK,
 			wantBody: `{"status":"ok","sessions":[{"resource":"r","holder":"A","epoch":1,"deadline":"1970-01-01T00:00:00.799Z",` +
-				`"until_deadline":"523ms","failed_renewals":2,"last_error":"connection refused"}]}`,
+				`"until_deadline":"523ms","failed_renewals":2,"last_error":"session: renewal failed, to be retried before the deadline: connection refused","last_failure":"transient"}]}`,
 		},
 		{
 			name: "renewal failing", script: failing, moves: []int64{266, 276, 296}, probe: 296, wantCode: http.StatusServiceUnavailable,
 			wantBody: `{"status":"unhealthy","sessions":[{"resource":"r","holder":"A","epoch":1,"deadline":"1970-01-01T00:00:00.799Z",` +
-				`"until_deadline":"503ms","failed_renewals":3,"last_error":"connection refused","problem":"3 renewals in a row failed"}]}`,
+				`"until_deadline":"503ms","failed_renewals":3,"last_error":"session: renewal failed, to be retried before the deadline: connection refused","last_failure":"transient","problem":"3 renewals in a row failed (the last: transient)"}]}`,
 		},
 		{
 			name: "renewed after failing", script: failing, moves: []int64{266, 276, 296, 336}, probe: 336, wantCode: http.StatusOK,
@@ -62,7 +64,7 @@ func TestTheCheckFailsPastADeadlineOrWhileRenewalsFail(t *testing.T) {
 			name: "renewal failing, deadline only", opts: health.Options{FailedRenewals: -1},
 			script: failing, moves: []int64{266, 276, 296}, probe: 296, wantCode: http.StatusOK,
 			wantBody: `{"status":"ok","sessions":[{"resource":"r","holder":"A","epoch":1,"deadline":"1970-01-01T00:00:00.799Z",` +
-				`"until_deadline":"503ms","failed_renewals":3,"last_error":"connection refused"}]}`,
+				`"until_deadline":"503ms","failed_renewals":3,"last_error":"session: renewal failed, to be retried before the deadline: connection refused","last_failure":"transient"}]}`,
 		},
 		{
 			name: "past deadline", script: []sessiontest.Renewal{}, probe: 800, wantCode: http.StatusServiceUnavailable,
@@ -146,12 +148,12 @@ func TestCheckSaysWhy(t *testing.T) {
 	checker.OnEvent(session.Event{Kind: session.Granted, Resource: "r", Holder: "A", Epoch: 1, Deadline: time.UnixMilli(799)})
 	for range 3 {
 		checker.OnEvent(session.Event{Kind: session.RenewalFailed, Resource: "r", Holder: "A", Epoch: 1,
-			Deadline: time.UnixMilli(799), Err: errors.New("connection refused")})
+			Deadline: time.UnixMilli(799), Err: fmt.Errorf("%w: %w", session.ErrTransient, leases.ErrOutcomeUnknown)})
 	}
 	if err := probe.Advance(1000); err != nil {
 		t.Fatal(err)
 	}
-	want := `health: "r" held by "A" at epoch 1: past its deadline by 201ms; 3 renewals in a row failed`
+	want := `health: "r" held by "A" at epoch 1: past its deadline by 201ms; 3 renewals in a row failed (the last: outcome unknown)`
 	if err := checker.Check(); err == nil || err.Error() != want {
 		t.Fatalf("Check: %v; want %s", err, want)
 	}

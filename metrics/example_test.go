@@ -103,7 +103,7 @@ func Example_prometheus() {
 	// /healthz 200
 	// /metrics 200
 	// leases_held{leases_resource="invoices",otel_scope_name="leases/metrics",otel_scope_schema_url="",otel_scope_version=""} 0
-	// leases_session_ends_total{leases_end_reason="closed",leases_resource="invoices",otel_scope_name="leases/metrics",otel_scope_schema_url="",otel_scope_version=""} 1
+	// leases_session_ends_total{leases_end_reason="released",leases_resource="invoices",otel_scope_name="leases/metrics",otel_scope_schema_url="",otel_scope_version=""} 1
 	// leases_wait_duration_seconds_count{leases_resource="invoices",leases_wait_outcome="granted",otel_scope_name="leases/metrics",otel_scope_schema_url="",otel_scope_version=""} 1
 }
 

@@ -20,14 +20,16 @@
 //     renewal came back after the deadline. Its count is the renewals.
 //   - leases.renewal.failures ({failure}, counter): renewals that failed,
 //     by leases.resource and error.type: transient (failed before commit,
-//     the session tries again), outcome_unknown (the same, but the renewal
-//     may have taken effect), refused (the lease was lost: the session
-//     ended), store_unusable (the store must be opened again: the session
-//     ended).
+//     the session tries again: session.ErrTransient), outcome_unknown (the
+//     same, but the renewal may have taken effect), refused (the lease was
+//     lost, definitely: the session ended with session.ErrLost),
+//     store_unusable (the store must be opened again: the session ended).
 //   - leases.session.ends ({session}, counter): sessions that ended, by
-//     leases.resource and leases.end.reason: closed (Close was called;
-//     its release may have failed), deadline (the deadline passed first),
-//     lost (a renewal was refused), store_unusable.
+//     leases.resource and leases.end.reason, session.EndReason's name of
+//     the end: released (closed by its caller: session.ErrClosed),
+//     cancelled (closed once the caller's context had ended: a shutdown),
+//     lost (session.ErrLost), deadline (session.ErrDeadline: no renewal
+//     came in time), store_unusable.
 //   - leases.fence.refusals ({refusal}, counter): transactions the fence
 //     or a store's guard refused, counted by [Metrics.CountRefusal], by
 //     leases.resource and leases.refusal.kind: superseded (a newer epoch
@@ -67,9 +69,8 @@ const (
 type Options struct {
 	// Clock is the clock the sessions count their deadlines on: their
 	// Options.Clock, or the lessor's own where it is driven by one
-	// (clock.Lessor). The metrics read it to time waits, to tell how long
-	// a session has left after a renewal, and to tell a session that
-	// ended at its deadline from one that was closed. Nil means the wall
+	// (clock.Lessor). The metrics read it to time waits and to tell how
+	// long a session has left after a renewal. Nil means the wall
 	// clock, which is what a session uses unless told otherwise.
 	Clock clock.Clock
 }
@@ -141,35 +142,18 @@ func (m *Metrics) OnEvent(ev session.Event) {
 		m.failures.Add(ctx, 1, metric.WithAttributes(resource, errorKey.String(kind)))
 	case session.Ended:
 		m.held.Add(ctx, -1, metric.WithAttributes(resource))
-		reason := m.endReason(ev)
+		reason := session.EndReason(ev.Err)
 		m.ends.Add(ctx, 1, metric.WithAttributes(resource, reasonKey.String(reason)))
-		if reason == "lost" || reason == "store_unusable" {
+		if failure := failureOfEnd[reason]; failure != "" {
 			// Only a renewal ends a session with either.
-			m.failures.Add(ctx, 1, metric.WithAttributes(resource, errorKey.String(failureOfEnd[reason])))
+			m.failures.Add(ctx, 1, metric.WithAttributes(resource, errorKey.String(failure)))
 		}
 	}
 }
 
 // failureOfEnd is the renewal failure's kind that ended a session for a
-// reason.
+// reason: a definite loss, or a store that can renew no more.
 var failureOfEnd = map[string]string{"lost": "refused", "store_unusable": "store_unusable"}
-
-// endReason says why the session of an Ended event ended. The error tells
-// a refused renewal and a store that can renew no more; a session that
-// was closed and one whose deadline passed both end with session.ErrEnded
-// alone, and the clock tells them apart: a deadline's end comes at or
-// after the deadline, and so does a Close that came too late to matter.
-func (m *Metrics) endReason(ev session.Event) string {
-	switch {
-	case errors.Is(ev.Err, leases.ErrStoreUnusable):
-		return "store_unusable"
-	case leases.IsRefusal(ev.Err):
-		return "lost"
-	case m.clock.Now() >= ev.Deadline.UnixMilli():
-		return "deadline"
-	}
-	return "closed"
-}
 
 // Wait is session.Wait, timed: leases.wait.active counts it while it
 // waits, and leases.wait.duration records how long it took and how it

@@ -127,7 +127,7 @@ func TestEveryInstrumentAfterRealSessions(t *testing.T) {
 	b := newBench(t)
 	b.waits()    // ticks 0 to 150, on "w"
 	b.renewals() // 150 to 712, on "r"
-	b.ends()     // 712 to 2244, on "l", "u" and "d"
+	b.ends()     // 712 to 2244, on "l", "u", "d" and "c"
 	var want []string
 	for _, r := range []string{"d", "l", "r", "u", "w"} {
 		want = append(want,
@@ -145,8 +145,10 @@ func TestEveryInstrumentAfterRealSessions(t *testing.T) {
 		"leases.renewal.failures [{failure}] {error.type=store_unusable,leases.resource=u} 1",
 		"leases.renewal.failures [{failure}] {error.type=transient,leases.resource=r} 1",
 		"leases.renewal.remaining [s] {leases.resource=r} count=2 sum=1.498 min=0.699 max=0.799",
-		"leases.session.ends [{session}] {leases.end.reason=closed,leases.resource=r} 1",
-		"leases.session.ends [{session}] {leases.end.reason=closed,leases.resource=w} 2",
+		"leases.held [{lease}] {leases.resource=c} 0",
+		"leases.session.ends [{session}] {leases.end.reason=cancelled,leases.resource=c} 1",
+		"leases.session.ends [{session}] {leases.end.reason=released,leases.resource=r} 1",
+		"leases.session.ends [{session}] {leases.end.reason=released,leases.resource=w} 2",
 		"leases.session.ends [{session}] {leases.end.reason=deadline,leases.resource=d} 1",
 		"leases.session.ends [{session}] {leases.end.reason=lost,leases.resource=l} 1",
 		"leases.session.ends [{session}] {leases.end.reason=store_unusable,leases.resource=u} 1",
@@ -261,7 +263,9 @@ func (b *bench) renewals() {
 // lease freed by an operator; U is granted at 978 and ends at its first
 // renewal (1244), the store unusable; D is granted at 1244 and its
 // process sees the clock again only at 2244, past its deadline (2043)
-// and its lease's expiry, when its guarded transaction is refused.
+// and its lease's expiry, when its guarded transaction is refused; C is
+// granted at 2244 by session.Do, whose context ends (a shutdown) while
+// its work runs.
 func (b *bench) ends() {
 	t := b.t
 	l := b.granted(nil, "l", "L")
@@ -302,12 +306,22 @@ func (b *bench) ends() {
 	if !b.m.CountRefusal(b.Ctx, "d", err) {
 		t.Errorf("D's transaction past its lease's expiry: %v, not counted as a refusal", err)
 	}
+
+	ctx, shutdown := context.WithCancel(b.Ctx)
+	err = session.Do(ctx, b.Store.Lessor(), "c", "C", b.opts, func(ctx context.Context, _ *session.Session) error {
+		shutdown()
+		<-ctx.Done()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // CountRefusal counts the fence's and the guard's refusals, and nothing
 // else: not the session's end, whatever its cause, nor a failure.
 func TestCountRefusalCountsOnlyRefusals(t *testing.T) {
-	ended := fmt.Errorf("%w: renewal refused: %w", session.ErrEnded, leases.ErrNotHolder)
+	ended := fmt.Errorf("%w: its renewal was refused: %w", session.ErrLost, leases.ErrNotHolder)
 	for _, tc := range []struct {
 		name string
 		err  error

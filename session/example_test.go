@@ -281,3 +281,31 @@ func memoryLessor(ctx context.Context, clk clock.Clock) (leases.Lessor, func(), 
 	}
 	return clock.Lessor(store.Authority(), clk), func() { _ = store.Close() }, nil
 }
+
+// A holder tells how its session ended from the cause of its context:
+// a definite end (here the deadline, passed while the process was
+// stopped) is never a failure to retry.
+func ExampleEndReason() {
+	ctx := context.Background()
+	clk := clock.NewManual(0)
+	lessor, closeStore, err := memoryLessor(ctx, clk)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer closeStore()
+	s, err := session.Start(ctx, lessor, "invoice-7", "worker-1", session.Options{TTL: 10 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close(ctx)
+	_ = clk.Advance(9_000) // the process was stopped past its deadline
+	<-s.Context().Done()
+	end := context.Cause(s.Context())
+	fmt.Println(session.EndReason(end), errors.Is(end, session.ErrDeadline), errors.Is(end, session.ErrEnded))
+	fmt.Println("retry it?", errors.Is(end, session.ErrTransient))
+	// Output:
+	// deadline true true
+	// retry it? false
+}

@@ -62,6 +62,16 @@ type Options struct {
 	// by Start, Wait, Do and Lead once their context has ended. Zero
 	// means DefaultCloseTimeout.
 	CloseTimeout time.Duration
+	// Grace bounds how long Do and Lead wait for the work under the
+	// lease to return once its context has ended (their context ended,
+	// or the session did), counted on the session's clock. Until the work
+	// returns they do not release the lease (the session goes on renewing
+	// it while it lives), so that the next holder is never granted while
+	// the work may still act. Once Grace has passed with the work still
+	// running, they return ErrWorkRunning and leave the lease to run out
+	// by itself. Zero means no bound: wait for the work however long it
+	// takes. It is rounded up to a whole millisecond.
+	Grace time.Duration
 }
 
 // settings are Options checked and filled in, in the clock's ticks
@@ -78,6 +88,7 @@ type settings struct {
 	log          *slog.Logger
 	onEvent      func(Event)
 	closeTimeout time.Duration
+	grace        int64 // ticks; 0: no bound
 }
 
 // settings checks o and fills in its defaults for a session on lessor.
@@ -97,6 +108,10 @@ func (o Options) settings(lessor leases.Lessor) (settings, error) {
 	default:
 		set.closeTimeout = o.CloseTimeout
 	}
+	if o.Grace < 0 {
+		return settings{}, invalid("Grace %v is negative", o.Grace)
+	}
+	set.grace = ceilTicks(o.Grace)
 	set.clock = o.Clock
 	if set.clock == nil {
 		set.clock = clock.Wall{}

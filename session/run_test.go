@@ -155,10 +155,11 @@ func TestEventsAndLogs(t *testing.T) {
 	}
 	for _, want := range []string{
 		`level=INFO msg="lease granted" resource=r holder=A epoch=1`,
-		`level=WARN msg="lease renewal failed" resource=r holder=A epoch=1`,
-		`error="connection refused"`,
+		`level=WARN msg="lease renewal failed, retrying until the deadline" resource=r holder=A epoch=1`,
+		`failure=transient error="session: renewal failed, to be retried before the deadline: connection refused"`,
 		`level=DEBUG msg="lease renewed"`,
-		`level=INFO msg="lease session ended"`,
+		`level=INFO msg="lease session closed"`,
+		`reason=released error="session ended: closed"`,
 		`level=INFO msg="lease released"`,
 	} {
 		if !strings.Contains(log.String(), want) {

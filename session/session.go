@@ -22,15 +22,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"leases"
 )
-
-// ErrEnded reports that a session has ended: its deadline passed, its
-// lease was lost, or it was closed. The wrapped error says which.
-var ErrEnded = errors.New("session ended")
 
 // Session holds one lease. Its epoch never changes: a renewal continues
 // the tenure. Its methods are safe for concurrent use.
@@ -52,9 +47,10 @@ type Session struct {
 	lease    leases.Lease // the latest grant or renewal the lessor confirmed
 	deadline int64        // the clock's tick at which the session ends; it only moves later
 	err      error        // why the session ended; nil while it lives
+	failing  error        // the last renewal's failure, when it failed; nil after a confirmed one
+	failures int          // renewals that failed in a row
 
 	goroutines sync.WaitGroup // the renewal and the deadline timer
-	closing    atomic.Bool
 	closed     sync.Once
 	closeErr   error
 }
@@ -102,7 +98,8 @@ func (s *Session) Deadline() time.Time {
 
 // Context is the holder's context: it is cancelled when the session ends,
 // at Deadline at the latest whatever a renewal is doing, and then
-// context.Cause gives the session's error (matching ErrEnded). Run the
+// context.Cause gives the session's error (matching ErrEnded, and
+// ErrLost, ErrDeadline or ErrClosed as the end was: EndReason). Run the
 // work the lease guards under it, database transactions included: a
 // transaction begun with it is rolled back, not committed, if it ends
 // before the COMMIT is sent (one whose COMMIT is on its way has an
@@ -143,7 +140,9 @@ func (s *Session) Err() error {
 }
 
 // Close ends the session and releases its lease, so that the next holder
-// need not wait for it to expire. It always tries: when ctx has already
+// need not wait for it to expire. The session's end matches ErrClosed
+// (and ctx's error when ctx had ended), or ErrDeadline when the deadline
+// had passed already, unnoticed. It always tries: when ctx has already
 // ended (a deferred Close after an interrupt), or ends during the
 // release, the release runs (again) with a bound of its own,
 // Options.CloseTimeout. A lease that expired or was
@@ -157,8 +156,8 @@ func (s *Session) Close(ctx context.Context) error {
 }
 
 func (s *Session) close(ctx context.Context) error {
-	s.closing.Store(true)
-	s.end(fmt.Errorf("%w: closed", ErrEnded))
+	_ = s.Check() // a deadline that passed before its timer ran is the end, not the Close
+	s.end(closedBy(ctx))
 	s.goroutines.Wait() // no renewal may follow the release
 	lease := s.Lease()
 	bounded, err := release(ctx, s.lessor, s.set.closeTimeout, lease)
@@ -188,7 +187,6 @@ func (s *Session) close(ctx context.Context) error {
 // tries again after a backoff, until the deadline.
 func (s *Session) renew(next int64) {
 	defer s.goroutines.Done()
-	failures := 0
 	for {
 		if err := s.set.clock.Wait(s.ctx, next); err != nil {
 			return // ended
@@ -200,13 +198,12 @@ func (s *Session) renew(next int64) {
 		renewed, err := s.lessor.Renew(s.ctx, s.Lease(), s.set.ttl)
 		switch {
 		case err == nil:
-			failures = 0
 			s.confirm(renewed, sent)
 			next = sent + s.set.renewEvery
 		case s.ctx.Err() != nil:
 			return
 		case leases.IsRefusal(err):
-			s.end(fmt.Errorf("%w: renewal refused: %w", ErrEnded, err))
+			s.end(lost(err))
 			return
 		case storeUnusable(err):
 			// No later renewal through this store can succeed: trying
@@ -214,9 +211,7 @@ func (s *Session) renew(next int64) {
 			s.end(fmt.Errorf("%w: the store can renew no more: %w", ErrEnded, err))
 			return
 		default:
-			failures++
-			s.failed(err)
-			next = s.set.clock.Now() + backoff(s.set, failures)
+			next = s.set.clock.Now() + backoff(s.set, s.failed(err))
 		}
 	}
 }
@@ -241,17 +236,24 @@ func (s *Session) confirm(renewed leases.Lease, sent int64) {
 	}
 	s.lease = renewed
 	s.deadline = max(s.deadline, sent+s.set.lifetime)
+	s.failing, s.failures = nil, 0
 	s.mu.Unlock()
 	s.report(Renewed, nil)
 }
 
-// failed reports a renewal that failed without ending the session.
-func (s *Session) failed(err error) {
+// failed reports a renewal that failed without ending the session, as
+// transient, and returns how many have failed in a row.
+func (s *Session) failed(err error) int {
 	s.emitting.Lock()
 	defer s.emitting.Unlock()
-	if s.Err() == nil {
-		s.report(RenewalFailed, err)
+	s.mu.Lock()
+	s.failing, s.failures = err, s.failures+1
+	ended, failures := s.err != nil, s.failures
+	s.mu.Unlock()
+	if !ended {
+		s.report(RenewalFailed, transient(err))
 	}
+	return failures
 }
 
 // watchDeadline is the deadline's own timer: it waits on the clock for
@@ -275,12 +277,18 @@ func (s *Session) watchDeadline() {
 }
 
 // expired is the error of a session whose deadline passed: at tick now.
+// It names the renewals that failed before it, but does not match their
+// error: the end is definite, whatever they were.
 func (s *Session) expired(now int64) error {
 	s.mu.Lock()
-	late, resource := now-s.deadline, s.lease.Resource
+	late, resource, failing, failures := now-s.deadline, s.lease.Resource, s.failing, s.failures
 	s.mu.Unlock()
-	return fmt.Errorf("%w: its deadline passed %v ago, %v before the lease on %q could expire",
-		ErrEnded, ticksDuration(late), ticksDuration(s.set.margin+s.set.drift), resource)
+	msg := fmt.Sprintf("%v %v ago, %v before the lease on %q could expire", ErrDeadline,
+		ticksDuration(late), ticksDuration(s.set.margin+s.set.drift), resource)
+	if failing != nil {
+		msg += fmt.Sprintf(", after %d failed renewals (the last: %v)", failures, failing)
+	}
+	return &endError{msg: msg, kind: ErrDeadline}
 }
 
 // end ends the session with err, once: the holder's context is cancelled
