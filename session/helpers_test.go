@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,13 +18,14 @@ import (
 const tick = time.Millisecond
 
 // bench is a session test's setting: a SQLite authority of its own, and a
-// manual clock that only the test moves.
+// manual clock that only the test moves (and that tells a goroutine that
+// spins on it).
 type bench struct {
 	t      *testing.T
 	ctx    context.Context
 	store  *sqlite.Store
 	auth   leases.Authority
-	clk    *clock.Manual
+	clk    *spinClock
 	lessor leases.Lessor
 }
 
@@ -34,7 +36,7 @@ func newBench(t *testing.T) *bench {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	clk := clock.NewManual(0)
+	clk := &spinClock{Manual: clock.NewManual(0), spun: make(chan struct{})}
 	return &bench{t: t, ctx: testctx.Context(t), store: store, auth: store.Authority(), clk: clk,
 		lessor: clock.Lessor(store.Authority(), clk)}
 }
@@ -76,6 +78,9 @@ func (b *bench) settle(s *session.Session, tick int64, waiters int) bool {
 	select {
 	case <-s.Done():
 		return true
+	case <-b.clk.spinning():
+		b.t.Fatalf("at tick %d: a goroutine spins on the clock, waiting again and again for a tick it has reached (session ended: %v)", tick, s.Err())
+		return false
 	case err := <-waiting:
 		if err != nil {
 			b.t.Fatalf("at tick %d: waiting for %d goroutines to wait on the clock: %v", tick, waiters, err)
@@ -91,3 +96,52 @@ func (b *bench) settle(s *session.Session, tick int64, waiters int) bool {
 
 // deadlineTick is s's deadline in the manual clock's ticks.
 func deadlineTick(s *session.Session) int64 { return s.Deadline().UnixMilli() }
+
+// spinClock is the bench's manual clock, which also tells when a
+// goroutine spins on it: one that waits again and again for a tick the
+// clock has reached, and so never waits, as a session's deadline timer
+// that wakes and finds its deadline not yet due would. The tests' waits
+// for goroutines to wait on the clock see it at once, rather than at the
+// test's deadline.
+type spinClock struct {
+	*clock.Manual
+	mu     sync.Mutex
+	passed int           // waits for a reached tick since the last Advance
+	spun   chan struct{} // closed once passed reaches spins
+}
+
+// spins is how many waits for a reached tick between two moves of the
+// clock make a spin: a working session's goroutines wait for a reached
+// tick a few times at most after each move.
+const spins = 10_000
+
+// Wait implements clock.Clock.
+func (c *spinClock) Wait(ctx context.Context, tick int64) error {
+	if tick <= c.Now() {
+		c.mu.Lock()
+		if c.passed++; c.passed == spins {
+			close(c.spun)
+		}
+		c.mu.Unlock()
+	}
+	return c.Manual.Wait(ctx, tick)
+}
+
+// Advance moves the clock to tick, and counts the waits for a reached
+// tick afresh.
+func (c *spinClock) Advance(tick int64) error {
+	c.mu.Lock()
+	if c.passed >= spins {
+		c.spun = make(chan struct{})
+	}
+	c.passed = 0
+	c.mu.Unlock()
+	return c.Manual.Advance(tick)
+}
+
+// spinning is closed once a goroutine spins on the clock.
+func (c *spinClock) spinning() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spun
+}

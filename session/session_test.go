@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"leases"
-	"leases/clock"
 	"leases/session"
 	"leases/sqlite"
 )
@@ -41,6 +40,9 @@ func TestOptionsAreChecked(t *testing.T) {
 		{"renewal below a tick", session.Options{TTL: time.Second, RenewEvery: 1}, false},
 		{"renewal at the deadline", session.Options{TTL: time.Second, Margin: 200 * tick, RenewEvery: 799 * tick}, false},
 		{"renewal just before the deadline", session.Options{TTL: time.Second, Margin: 200 * tick, RenewEvery: 798 * tick}, true},
+		{"renewal of one tick", session.Options{TTL: time.Second, RenewEvery: tick}, true},
+		{"margin of one tick", session.Options{TTL: time.Second, Margin: tick}, true},
+		{"margin below a tick, rounded up", session.Options{TTL: 2 * tick, Margin: 1, Drift: 0.0009}, true},
 		{"negative close timeout", session.Options{TTL: time.Second, CloseTimeout: -1}, false},
 	}
 	for _, tc := range cases {
@@ -260,7 +262,7 @@ func TestDoneComesAtTheDeadlineWhateverTheHookDoes(t *testing.T) {
 // for.
 type recording struct {
 	leases.Lessor
-	clk *clock.Manual
+	clk *spinClock
 	mu  sync.Mutex
 	at  []int64
 }
