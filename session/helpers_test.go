@@ -27,6 +27,11 @@ type bench struct {
 	auth   leases.Authority
 	clk    *spinClock
 	lessor leases.Lessor
+
+	mu sync.Mutex
+	// reported are closed when the session, started by start, reports
+	// its end.
+	reported map[*session.Session]chan struct{}
 }
 
 func newBench(t *testing.T) *bench {
@@ -52,10 +57,25 @@ func (b *bench) start(lessor leases.Lessor, holder string, opts session.Options)
 	if opts.Clock == nil {
 		opts.Clock = b.clk // a wrapped lessor hides the clock it is driven by
 	}
+	reported, onEvent := make(chan struct{}), opts.OnEvent
+	opts.OnEvent = func(ev session.Event) {
+		if ev.Kind == session.Ended {
+			close(reported)
+		}
+		if onEvent != nil {
+			onEvent(ev)
+		}
+	}
 	s, err := session.Start(b.ctx, lessor, "r", holder, opts)
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	b.mu.Lock()
+	if b.reported == nil {
+		b.reported = map[*session.Session]chan struct{}{}
+	}
+	b.reported[s] = reported
+	b.mu.Unlock()
 	b.t.Cleanup(func() { _ = s.Close(context.Background()) })
 	b.settle(s, b.clk.Now(), 2)
 	return s
@@ -65,7 +85,8 @@ func (b *bench) start(lessor leases.Lessor, holder string, opts session.Options)
 // in s has run: s has ended, or waiters goroutines (s's own two, and any
 // other the test has) wait on the clock again. It reports whether s has
 // ended. A session that should have ended but goes on waiting is seen at
-// once, not at the test's deadline.
+// once, not at the test's deadline, and so is one that reports its end
+// with Done still open, or spins on the clock.
 func (b *bench) settle(s *session.Session, tick int64, waiters int) bool {
 	b.t.Helper()
 	if err := b.clk.Advance(tick); err != nil {
@@ -75,9 +96,20 @@ func (b *bench) settle(s *session.Session, tick int64, waiters int) bool {
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
 	go func() { waiting <- b.clk.Waiters(ctx, waiters) }()
+	b.mu.Lock()
+	reported := b.reported[s] // nil, never ready, for a session start did not start
+	b.mu.Unlock()
 	select {
 	case <-s.Done():
 		return true
+	case <-reported:
+		select {
+		case <-s.Done():
+			return true
+		default:
+			b.t.Fatalf("at tick %d: the session reported its end (%v), and Done is still open", tick, s.Err())
+			return false
+		}
 	case <-b.clk.spinning():
 		b.t.Fatalf("at tick %d: a goroutine spins on the clock, waiting again and again for a tick it has reached (session ended: %v)", tick, s.Err())
 		return false
@@ -92,6 +124,36 @@ func (b *bench) settle(s *session.Session, tick int64, waiters int) bool {
 			return false
 		}
 	}
+}
+
+// await returns what ch yields once it does, and fails the test at once
+// when instead n goroutines wait on the clock again (or one spins on it):
+// nothing more happens then until the test moves the clock, so what ch
+// should yield will not come.
+func await[T any](b *bench, ch <-chan T, n int, what string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	waiting := make(chan error, 1)
+	go func() { waiting <- b.clk.Waiters(ctx, n) }()
+	select {
+	case v := <-ch:
+		return v
+	case <-b.clk.spinning():
+		b.t.Fatalf("waiting for %s: a goroutine spins on the clock", what)
+	case err := <-waiting:
+		if err != nil {
+			b.t.Fatalf("waiting for %s: %v", what, err)
+		}
+		select {
+		case v := <-ch:
+			return v
+		default:
+		}
+		b.t.Fatalf("%s never came: %d goroutines wait on the clock again", what, n)
+	}
+	var zero T
+	return zero
 }
 
 // deadlineTick is s's deadline in the manual clock's ticks.

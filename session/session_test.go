@@ -182,7 +182,11 @@ func TestSessionCheckReadsTheClockItself(t *testing.T) {
 	if err := s.Check(); !errors.Is(err, session.ErrEnded) {
 		t.Fatalf("Check at the deadline: %v; want ErrEnded", err)
 	}
-	<-s.Done() // Check ended it
+	select {
+	case <-s.Done(): // Check ended it
+	default:
+		t.Fatal("Check said the session ended, and Done is still open")
+	}
 }
 
 // stuck is a lessor whose renewals hang until their context ends, as a
@@ -215,7 +219,7 @@ func TestDoneComesAtTheDeadlineWhateverARenewalDoes(t *testing.T) {
 	if err := b.clk.Advance(4); err != nil {
 		t.Fatal(err)
 	}
-	renewal := <-lessor.renewing
+	renewal := await(b, lessor.renewing, 2, "the renewal due at tick 4")
 	if ended := b.settle(s, 7, 1); ended { // only the deadline timer waits now
 		t.Fatalf("ended at tick 7, before the deadline 8: %v", s.Err())
 	}
@@ -249,7 +253,7 @@ func TestDoneComesAtTheDeadlineWhateverTheHookDoes(t *testing.T) {
 	if err := b.clk.Advance(4); err != nil {
 		t.Fatal(err)
 	}
-	<-entered // the renewal goroutine is in the hook, and stays there
+	await(b, entered, 2, "the failed renewal's event") // the renewal goroutine is in the hook, and stays there
 	if ended := b.settle(s, 7, 1); ended {
 		t.Fatalf("ended at tick 7, before the deadline 8: %v", s.Err())
 	}
