@@ -92,10 +92,8 @@ func (b *bench) settle(s *session.Session, tick int64, waiters int) bool {
 	if err := b.clk.Advance(tick); err != nil {
 		b.t.Fatal(err)
 	}
-	waiting := make(chan error, 1)
-	ctx, cancel := context.WithCancel(b.ctx)
+	waiting, cancel := b.waiters(waiters)
 	defer cancel()
-	go func() { waiting <- b.clk.Waiters(ctx, waiters) }()
 	b.mu.Lock()
 	reported := b.reported[s] // nil, never ready, for a session start did not start
 	b.mu.Unlock()
@@ -126,16 +124,23 @@ func (b *bench) settle(s *session.Session, tick int64, waiters int) bool {
 	}
 }
 
+// waiters yields once n goroutines wait on the clock (or with the test's
+// end); cancel stops it.
+func (b *bench) waiters(n int) (waiting <-chan error, cancel context.CancelFunc) {
+	ctx, cancel := context.WithCancel(b.ctx)
+	w := make(chan error, 1)
+	go func() { w <- b.clk.Waiters(ctx, n) }()
+	return w, cancel
+}
+
 // await returns what ch yields once it does, and fails the test at once
 // when instead n goroutines wait on the clock again (or one spins on it):
 // nothing more happens then until the test moves the clock, so what ch
 // should yield will not come.
 func await[T any](b *bench, ch <-chan T, n int, what string) T {
 	b.t.Helper()
-	ctx, cancel := context.WithCancel(b.ctx)
+	waiting, cancel := b.waiters(n)
 	defer cancel()
-	waiting := make(chan error, 1)
-	go func() { waiting <- b.clk.Waiters(ctx, n) }()
 	select {
 	case v := <-ch:
 		return v

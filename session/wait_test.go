@@ -40,10 +40,8 @@ func (b *bench) waitIn(lessor leases.Lessor, holder string, opts session.Options
 // Wait has returned (then with its result and true).
 func (b *bench) waitersOrResult(got <-chan result, n int) (result, bool) {
 	b.t.Helper()
-	ctx, cancel := context.WithCancel(b.ctx)
+	waiting, cancel := b.waiters(n)
 	defer cancel()
-	waiting := make(chan error, 1)
-	go func() { waiting <- b.clk.Waiters(ctx, n) }()
 	select {
 	case r := <-got:
 		return r, true
