@@ -138,16 +138,7 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		if err != nil {
 			return leases.Lease{}, err
 		}
-		var resp *clientv3.TxnResponse
-		err = l.ask(ctx, func() (err error) {
-			resp, err = s.client.Txn(ctx).
-				If(clientv3.Compare(clientv3.CreateRevision(heldKey), "=", 0), epochs.unchanged()).
-				Then(clientv3.OpPut(heldKey, string(record), clientv3.WithLease(grant.ID)),
-					clientv3.OpPut(epochKey, strconv.FormatInt(last+1, 10))).
-				Else(clientv3.OpGet(heldKey), clientv3.OpGet(epochKey)).
-				Commit()
-			return err
-		})
+		resp, err := l.put(ctx, heldKey, epochs, record, last+1, grant.ID)
 		now := time.Now().UnixMilli()
 		lease := leases.Lease{Resource: resource, Holder: holder, Epoch: last + 1, GrantedAt: now, ExpiresAt: now + grant.TTL*1000,
 			Ticks: leases.LocalMillis}
@@ -166,20 +157,47 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 			l.remember(tenure{resource, holder, last + 1}, grant.ID)
 			return lease, nil
 		}
-		views, err := viewsOf([]string{heldKey, epochKey}, resp.Responses)
-		if err != nil {
-			return leases.Lease{}, outcome.BeforeCommit(ctx, err)
-		}
-		s.cache.remember(views[1])
-		epochs = views[1]
-		if views[0].found() {
-			if err := l.held(ctx, resource, views[0]); !errors.Is(err, errRanOut) {
-				return leases.Lease{}, err
-			}
+		if epochs, err = l.refused(ctx, resource, heldKey, epochKey, resp); err != nil {
+			return leases.Lease{}, err
 		}
 		// The epoch moved on (another grant came first and has ended
 		// since), or the holder's lease ran out just now: decide again.
 	}
+}
+
+// put is acquire's transaction: it creates heldKey holding record,
+// attached to the etcd lease id, only while no such key exists, and
+// raises the epoch key to epoch only while it is still at the revision
+// of epochs; otherwise it reads both keys back.
+func (l *lessor) put(ctx context.Context, heldKey string, epochs view, record []byte, epoch int64, id clientv3.LeaseID) (*clientv3.TxnResponse, error) {
+	var resp *clientv3.TxnResponse
+	err := l.ask(ctx, func() (err error) {
+		resp, err = l.store.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(heldKey), "=", 0), epochs.unchanged()).
+			Then(clientv3.OpPut(heldKey, string(record), clientv3.WithLease(id)),
+				clientv3.OpPut(epochs.key, strconv.FormatInt(epoch, 10))).
+			Else(clientv3.OpGet(heldKey), clientv3.OpGet(epochs.key)).
+			Commit()
+		return err
+	})
+	return resp, err
+}
+
+// refused reads resp, the answer of a put that did not succeed: the
+// refusal of a holder still live, or the epoch key as it is now, for
+// acquire to decide again on.
+func (l *lessor) refused(ctx context.Context, resource, heldKey, epochKey string, resp *clientv3.TxnResponse) (view, error) {
+	views, err := viewsOf([]string{heldKey, epochKey}, resp.Responses)
+	if err != nil {
+		return view{}, outcome.BeforeCommit(ctx, err)
+	}
+	l.store.cache.remember(views[1])
+	if views[0].found() {
+		if err := l.held(ctx, resource, views[0]); !errors.Is(err, errRanOut) {
+			return view{}, err
+		}
+	}
+	return views[1], nil
 }
 
 // held is the refusal of an acquire while the holder key v exists.

@@ -36,25 +36,7 @@ func TestErrorKinds(t *testing.T) {
 			store := newStore(t, monitor, postgres.Options{})
 			before := dump(t, monitor, store)
 			db := database(t, 1).DB
-			var pid int
-			if err := db.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-				t.Fatal(err)
-			}
-			callCtx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			callCtx = postgres.WithStep(callCtx, func(step string) {
-				if step != c.at {
-					return
-				}
-				if c.fault == "cancel" {
-					cancel()
-					return
-				}
-				var gone bool
-				if err := monitor.QueryRowContext(ctx, `SELECT pg_terminate_backend($1, 10000)`, pid).Scan(&gone); err != nil || !gone {
-					t.Errorf("terminate the decision's backend: %v, %v", gone, err)
-				}
-			})
+			callCtx := faultAt(t, ctx, monitor, db, c.at, c.fault)
 			lease, err := sameStore(t, store, db, postgres.Options{}).Authority().Acquire(callCtx, "r", "A", 10, 5)
 			switch {
 			case err == nil:
@@ -94,6 +76,32 @@ func TestErrorKinds(t *testing.T) {
 		_, err := a.Acquire(ctx, "r", "B", 11, 5)
 		if !leases.IsRefusal(err) || errors.Is(err, leases.ErrOutcomeUnknown) {
 			t.Fatalf("%v: want a refusal", err)
+		}
+	})
+}
+
+// faultAt returns ctx with a step hook that, before the store's step at,
+// ends the returned context (fault "cancel") or terminates the backend of
+// db, a handle of one connection, through monitor (fault "terminate").
+func faultAt(t *testing.T, ctx context.Context, monitor, db *sql.DB, at, fault string) context.Context {
+	t.Helper()
+	var pid int
+	if err := db.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	return postgres.WithStep(callCtx, func(step string) {
+		if step != at {
+			return
+		}
+		if fault == "cancel" {
+			cancel()
+			return
+		}
+		var gone bool
+		if err := monitor.QueryRowContext(ctx, `SELECT pg_terminate_backend($1, 10000)`, pid).Scan(&gone); err != nil || !gone {
+			t.Errorf("terminate the decision's backend: %v, %v", gone, err)
 		}
 	})
 }

@@ -49,8 +49,11 @@ func TestDoRunsUnderTheLeaseAndReleases(t *testing.T) {
 		opts := opts
 		opts.Clock = b.clk
 		err := session.Do(b.ctx, b.lessor, "r", "A", opts, func(ctx context.Context, s *session.Session) error {
-			if err := b.clk.Advance(deadlineTick(s)); err != nil { // the work took too long
-				return err
+			// The work took too long: the session ends at its deadline
+			// (settle fails at once if it does not), and fn's context
+			// with it.
+			if !b.settle(s, deadlineTick(s), 2) {
+				t.Fatalf("the session lived on past its deadline, lease %+v", s.Lease())
 			}
 			<-ctx.Done()
 			return nil

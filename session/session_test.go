@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"leases"
-	"leases/clock"
 	"leases/session"
 	"leases/sqlite"
 )
@@ -41,6 +40,9 @@ func TestOptionsAreChecked(t *testing.T) {
 		{"renewal below a tick", session.Options{TTL: time.Second, RenewEvery: 1}, false},
 		{"renewal at the deadline", session.Options{TTL: time.Second, Margin: 200 * tick, RenewEvery: 799 * tick}, false},
 		{"renewal just before the deadline", session.Options{TTL: time.Second, Margin: 200 * tick, RenewEvery: 798 * tick}, true},
+		{"renewal of one tick", session.Options{TTL: time.Second, RenewEvery: tick}, true},
+		{"margin of one tick", session.Options{TTL: time.Second, Margin: tick}, true},
+		{"margin below a tick, rounded up", session.Options{TTL: 2 * tick, Margin: 1, Drift: 0.0009}, true},
 		{"negative close timeout", session.Options{TTL: time.Second, CloseTimeout: -1}, false},
 	}
 	for _, tc := range cases {
@@ -180,7 +182,11 @@ func TestSessionCheckReadsTheClockItself(t *testing.T) {
 	if err := s.Check(); !errors.Is(err, session.ErrEnded) {
 		t.Fatalf("Check at the deadline: %v; want ErrEnded", err)
 	}
-	<-s.Done() // Check ended it
+	select {
+	case <-s.Done(): // Check ended it
+	default:
+		t.Fatal("Check said the session ended, and Done is still open")
+	}
 }
 
 // stuck is a lessor whose renewals hang until their context ends, as a
@@ -213,7 +219,7 @@ func TestDoneComesAtTheDeadlineWhateverARenewalDoes(t *testing.T) {
 	if err := b.clk.Advance(4); err != nil {
 		t.Fatal(err)
 	}
-	renewal := <-lessor.renewing
+	renewal := await(b, lessor.renewing, 2, "the renewal due at tick 4")
 	if ended := b.settle(s, 7, 1); ended { // only the deadline timer waits now
 		t.Fatalf("ended at tick 7, before the deadline 8: %v", s.Err())
 	}
@@ -247,7 +253,7 @@ func TestDoneComesAtTheDeadlineWhateverTheHookDoes(t *testing.T) {
 	if err := b.clk.Advance(4); err != nil {
 		t.Fatal(err)
 	}
-	<-entered // the renewal goroutine is in the hook, and stays there
+	await(b, entered, 2, "the failed renewal's event") // the renewal goroutine is in the hook, and stays there
 	if ended := b.settle(s, 7, 1); ended {
 		t.Fatalf("ended at tick 7, before the deadline 8: %v", s.Err())
 	}
@@ -260,7 +266,7 @@ func TestDoneComesAtTheDeadlineWhateverTheHookDoes(t *testing.T) {
 // for.
 type recording struct {
 	leases.Lessor
-	clk *clock.Manual
+	clk *spinClock
 	mu  sync.Mutex
 	at  []int64
 }

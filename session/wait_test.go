@@ -40,13 +40,14 @@ func (b *bench) waitIn(lessor leases.Lessor, holder string, opts session.Options
 // Wait has returned (then with its result and true).
 func (b *bench) waitersOrResult(got <-chan result, n int) (result, bool) {
 	b.t.Helper()
-	ctx, cancel := context.WithCancel(b.ctx)
+	waiting, cancel := b.waiters(n)
 	defer cancel()
-	waiting := make(chan error, 1)
-	go func() { waiting <- b.clk.Waiters(ctx, n) }()
 	select {
 	case r := <-got:
 		return r, true
+	case <-b.clk.spinning():
+		b.t.Fatal("a goroutine spins on the clock, waiting again and again for a tick it has reached")
+		return result{}, false
 	case err := <-waiting:
 		if err != nil {
 			b.t.Fatal(err)
@@ -76,6 +77,9 @@ func (b *bench) result(got <-chan result) result {
 	select {
 	case r := <-got:
 		return r
+	case <-b.clk.spinning():
+		b.t.Fatal("Wait did not return: a goroutine spins on the clock")
+		return result{}
 	case <-b.ctx.Done():
 		b.t.Fatal("Wait did not return")
 		return result{}
@@ -268,7 +272,7 @@ func TestAClockBehindIsNotTheCallersError(t *testing.T) {
 // has reached late: the answer of a store that stalled.
 type slowGrant struct {
 	leases.Lessor
-	clk  *clock.Manual
+	clk  *spinClock
 	late int64
 	once sync.Once
 }

@@ -145,7 +145,7 @@ func sweep() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	scratch, err := os.MkdirTemp("", "mutants-")
+	scratch, err := reachableTemp("", "mutants-")
 	if err != nil {
 		return err
 	}
@@ -198,6 +198,22 @@ func readOverlay(file string) (map[string]string, error) {
 		return nil, fmt.Errorf("-overlay %s: %w", file, err)
 	}
 	return spec.Replace, nil
+}
+
+// reachableTemp is os.MkdirTemp, but readable and searchable by every
+// user: the commands' TMPDIR lies under it, and a test that starts a
+// server as another user (package postgres/pgtest runs PostgreSQL as its
+// owner, which must reach its data directory there) fails in a 0700
+// directory before any mutant is tested.
+func reachableTemp(dir, pattern string) (string, error) {
+	made, err := os.MkdirTemp(dir, pattern)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(made, 0o755); err != nil {
+		return "", errors.Join(err, os.RemoveAll(made))
+	}
+	return made, nil
 }
 
 // moduleRoot is the nearest directory upward that holds go.mod.
@@ -316,7 +332,7 @@ func limits(ctx context.Context, r *runner, stages []stage, fixed time.Duration)
 			s.timeout = fixed
 			continue
 		}
-		dir, err := os.MkdirTemp(r.scratch, "unmutated-")
+		dir, err := reachableTemp(r.scratch, "unmutated-")
 		if err != nil {
 			return err
 		}

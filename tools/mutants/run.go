@@ -170,7 +170,7 @@ type stage struct {
 // one fails. Nothing in the module changes: the mutated file is written
 // to the scratch directory and reaches the go command through -overlay.
 func (r *runner) test(ctx context.Context, m *mutant, f *sourceFile, stages []stage) {
-	dir, err := os.MkdirTemp(r.scratch, fmt.Sprintf("m%d-", m.ID))
+	dir, err := reachableTemp(r.scratch, fmt.Sprintf("m%d-", m.ID))
 	if err != nil {
 		m.Status, m.Detail = notRun, err.Error()
 		return
