@@ -94,21 +94,7 @@ func playMember(args []string) int {
 	}
 	proxy.start(e.Server.MemberID().String(), e.Peers[0].Listener.Addr().String())
 	out.send(report{PID: os.Getpid(), ID: e.Server.MemberID().String()})
-	go func() {
-		for {
-			// Take the notification before reading the leader, so that
-			// a change in between is not missed.
-			changed := e.Server.LeaderChangedNotify()
-			if lead := e.Server.Leader(); lead != 0 {
-				out.send(report{Leader: lead.String()})
-			}
-			select {
-			case <-changed:
-			case <-e.Server.StopNotify():
-				return
-			}
-		}
-	}()
+	go reportLeaders(e, &out)
 	select {
 	case <-e.Server.ReadyNotify():
 		out.send(report{Ready: true})
@@ -126,6 +112,24 @@ func playMember(args []string) int {
 		fmt.Fprintln(os.Stderr, "etcd-member: the server stopped")
 	}
 	return 1
+}
+
+// reportLeaders tells the harness each leader the member learns of, until
+// the server stops.
+func reportLeaders(e *embed.Etcd, out *reporter) {
+	for {
+		// Take the notification before reading the leader, so that a
+		// change in between is not missed.
+		changed := e.Server.LeaderChangedNotify()
+		if lead := e.Server.Leader(); lead != 0 {
+			out.send(report{Leader: lead.String()})
+		}
+		select {
+		case <-changed:
+		case <-e.Server.StopNotify():
+			return
+		}
+	}
 }
 
 // obey applies the harness's commands to the proxy, acknowledging each,
