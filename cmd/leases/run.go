@@ -22,9 +22,68 @@ const (
 	envEpoch    = "LEASES_EPOCH"
 )
 
+// runArgs is run's command line, checked.
+type runArgs struct {
+	f        *flags
+	resource string
+	holder   string
+	opts     session.Options
+	grace    time.Duration
+	wait     bool
+	path     string   // CMD, found on PATH
+	command  []string // CMD and its arguments, as given
+}
+
 // run runs CMD under the lease on RESOURCE, renewing it with a session,
 // and stops CMD when the lease ends.
 func (c *cli) run(name string, args []string) int {
+	a, code, done := c.runArgs(name, args)
+	if done {
+		return code
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+
+	ctx := context.Background()
+	s, err := c.open(ctx, a.f, true)
+	if err != nil {
+		return c.fail(name, err)
+	}
+	defer c.closeStore(name, s)
+	sess, code, granted := c.awaitGrant(ctx, name, s, a, sigs)
+	if !granted {
+		return code
+	}
+	lease := sess.Lease()
+	c.warnTTL(name, s, a.opts.TTL, lease.ExpiresAt-lease.GrantedAt)
+	child, err := startChild(c.cmdFor(a, lease))
+	if err != nil {
+		return c.fail(name, errors.Join(fmt.Errorf("start CMD: %w", err), sess.Close(ctx)))
+	}
+
+	stopped := c.supervise(child, sess, sigs, a.grace)
+	state := child.finish()
+	lost := stopped.lost
+	if lost == nil {
+		// CMD ended by itself: did it end under the lease? The session's
+		// clock says, read now rather than trusting its timer to have run.
+		lost = sess.Check()
+	}
+	if err := sess.Close(ctx); err != nil {
+		fmt.Fprintf(c.stderr, "leases: %s: %s\n", name, oneLine(err.Error()))
+	}
+	if lost != nil {
+		fmt.Fprintf(c.stderr, "leases: %s: the lease on %s at epoch %d ended before CMD did (%s); %s\n",
+			name, lease.Resource, lease.Epoch, oneLine(lost.Error()), stopped.how(a.grace))
+		return exitLost
+	}
+	return exitStatus(state)
+}
+
+// runArgs parses and checks run's command line; done says run ends at
+// once, with code: help asked for, or bad input (nothing was done).
+func (c *cli) runArgs(name string, args []string) (a runArgs, code int, done bool) {
 	f := c.newFlags(name, runUsage)
 	holder := f.String("holder", defaultHolder(), "the holder's `name`")
 	ttl := f.duration("ttl", session.DefaultTTL, "30s", "the lease's time-to-live, a `duration`, at the grant and at every renewal")
@@ -34,7 +93,7 @@ func (c *cli) run(name string, args []string) int {
 	verbose := f.Bool("verbose", false, "log the session's grants, renewals and release on stderr")
 	arguments, command, dashdash, code, done := c.parse(f, args)
 	if done {
-		return code
+		return a, code, true
 	}
 	resource, err := oneArgument(name, arguments)
 	if err == nil && (!dashdash || len(command) == 0) {
@@ -56,56 +115,51 @@ func (c *cli) run(name string, args []string) int {
 		}
 	}
 	if err != nil {
-		return c.fail(name, err)
+		return a, c.fail(name, err), true
 	}
-
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-
-	ctx := context.Background()
-	s, err := c.open(ctx, f, true)
-	if err != nil {
-		return c.fail(name, err)
-	}
-	defer c.closeStore(name, s)
-	opts := session.Options{TTL: *ttl, Margin: *margin, OnEvent: c.renewalFailed(name)}
+	a = runArgs{f: f, resource: resource, holder: *holder, grace: g, wait: *wait, path: path, command: command,
+		opts: session.Options{TTL: *ttl, Margin: *margin, OnEvent: c.renewalFailed(name)}}
 	if *verbose {
-		opts.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		a.opts.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	return a, 0, false
+}
 
-	// Acquire, or wait, until granted or a signal comes.
+// awaitGrant acquires the lease, or waits for it with --wait, until it is
+// granted or a signal comes; when it is not granted, run ends with code.
+func (c *cli) awaitGrant(ctx context.Context, name string, s *store, a runArgs, sigs <-chan os.Signal) (sess *session.Session, code int, granted bool) {
 	waiting, stopWaiting := context.WithCancel(ctx)
 	defer stopWaiting()
-	type granted struct {
+	type grant struct {
 		s   *session.Session
 		err error
 	}
-	grant := make(chan granted, 1)
+	grants := make(chan grant, 1)
 	go func() {
-		sess, err := c.acquireSession(waiting, name, s, resource, *holder, opts, *wait)
-		grant <- granted{sess, err}
+		sess, err := c.acquireSession(waiting, name, s, a.resource, a.holder, a.opts, a.wait)
+		grants <- grant{sess, err}
 	}()
-	var sess *session.Session
 	select {
-	case g := <-grant:
+	case g := <-grants:
 		if g.err != nil {
-			return c.fail(name, g.err)
+			return nil, c.fail(name, g.err), false
 		}
-		sess = g.s
+		return g.s, 0, true
 	case sig := <-sigs:
 		stopWaiting()
-		if g := <-grant; g.s != nil {
+		if g := <-grants; g.s != nil {
 			_ = g.s.Close(ctx)
 		}
-		fmt.Fprintf(c.stderr, "leases: %s: %v before the lease on %s was granted; CMD was not started\n", name, sig, resource)
-		return signalStatus(sig)
+		fmt.Fprintf(c.stderr, "leases: %s: %v before the lease on %s was granted; CMD was not started\n", name, sig, a.resource)
+		return nil, signalStatus(sig), false
 	}
+}
 
-	lease := sess.Lease()
-	c.warnTTL(name, s, *ttl, lease.ExpiresAt-lease.GrantedAt)
-	cmd := exec.Command(path, command[1:]...)
-	cmd.Args[0] = command[0]
+// cmdFor is CMD, to run under lease: the lease in its environment, and
+// leases's own input and output.
+func (c *cli) cmdFor(a runArgs, lease leases.Lease) *exec.Cmd {
+	cmd := exec.Command(a.path, a.command[1:]...)
+	cmd.Args[0] = a.command[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.stdout, c.stderr
 	cmd.Env = append(os.Environ(), envResource+"="+lease.Resource, envHolder+"="+lease.Holder,
 		envEpoch+"="+strconv.FormatInt(lease.Epoch, 10))
@@ -113,28 +167,7 @@ func (c *cli) run(name string, args []string) int {
 	// the process group has gone (it matters only for writers that are
 	// not files, as in tests).
 	cmd.WaitDelay = time.Second
-	child, err := startChild(cmd)
-	if err != nil {
-		return c.fail(name, errors.Join(fmt.Errorf("start CMD: %w", err), sess.Close(ctx)))
-	}
-
-	stopped := c.supervise(child, sess, sigs, g)
-	state := child.finish()
-	lost := stopped.lost
-	if lost == nil {
-		// CMD ended by itself: did it end under the lease? The session's
-		// clock says, read now rather than trusting its timer to have run.
-		lost = sess.Check()
-	}
-	if err := sess.Close(ctx); err != nil {
-		fmt.Fprintf(c.stderr, "leases: %s: %s\n", name, oneLine(err.Error()))
-	}
-	if lost != nil {
-		fmt.Fprintf(c.stderr, "leases: %s: the lease on %s at epoch %d ended before CMD did (%s); %s\n",
-			name, lease.Resource, lease.Epoch, oneLine(lost.Error()), stopped.how(g))
-		return exitLost
-	}
-	return exitStatus(state)
+	return cmd
 }
 
 // acquireSession starts the session: at once, or, with wait, after
