@@ -99,25 +99,33 @@ func fatal(err error) int {
 // as the store last recorded it; the group is gone when the FIFO that
 // both processes hold reaches its end.
 //
-// The margin is most of the TTL so that load cannot fail a correct run:
-// with renewals failing, the session ends the TTL less the margin (about
-// a second) after its last renewal, and the watchdog's SIGKILL comes at
-// that deadline, about 3s before the lease can expire (the deleted file
-// and the release end the session sooner). That slack covers the kill taking effect, the FIFO
-// closing and this test waking. Without the kill, or with the signals
-// sent to CMD alone, the group holds the FIFO until the test's deadline.
+// With renewals failing, the margin is most of the TTL so that load
+// cannot fail a correct run: the session ends the TTL less the margin
+// (about a second) after its last renewal, and the watchdog's SIGKILL
+// comes at that deadline, about 3s before the lease can expire. The
+// deleted file and the release end the session at the next renewal, and
+// run stops CMD itself (SIGTERM, SIGKILL after the grace), long before
+// the watchdog's deadline (a TTL of 8s, its deadline 7s after each
+// renewal, renewals every 2.3s): the watchdog says nothing. That slack
+// covers the kill taking effect, the FIFO closing and this test waking.
+// Without the kill, or with the signals sent to CMD alone, the group
+// holds the FIFO until the test's deadline; without run's own stop, the
+// watchdog's lines are on stderr.
 func TestRunStopsCMDBeforeTheLeaseCanExpire(t *testing.T) {
 	cases := []struct {
 		name string
 		// takeAway takes the lease away from run and returns the tick at
 		// which it can expire, and what gives the file back afterwards.
 		takeAway func(t *testing.T, ctx context.Context, db string) (expiry int64, giveBack func())
-		// stop is how run stopped CMD: its line on stderr.
-		stop string
+		// timing is run's --ttl and --margin.
+		timing []string
+		// byLeases: run stops CMD itself, before the watchdog's deadline
+		// (with renewals failing, both may act).
+		byLeases bool
 	}{
-		{"renewals fail until the deadline", lockFile, "CMD was stopped by SIGKILL"},
-		{"the file is deleted", deleteFile, "CMD was stopped by SIGKILL"},
-		{"an operator releases the lease", releaseLease, "CMD was stopped by SIGKILL"},
+		{"renewals fail until the deadline", lockFile, []string{"--ttl", "4s", "--margin", "3s"}, false},
+		{"the file is deleted", deleteFile, []string{"--ttl", "8s", "--margin", "1s"}, true},
+		{"an operator releases the lease", releaseLease, []string{"--ttl", "8s", "--margin", "1s"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,8 +134,8 @@ func TestRunStopsCMDBeforeTheLeaseCanExpire(t *testing.T) {
 			db, fifo := filepath.Join(dir, "leases.db"), filepath.Join(dir, "group")
 			var p *commandtest.Process
 			group := cmdGroup(t, ctx, fifo, func() {
-				p = start(t, append([]string{"run", "r", "--sqlite", db, "--holder", "h",
-					"--ttl", "4s", "--margin", "3s", "--grace", "300ms", "--"}, commandtest.CMD(t, "stubborn", fifo)...)...)
+				args := append(append([]string{"run", "r", "--sqlite", db, "--holder", "h"}, tc.timing...), "--grace", "300ms", "--")
+				p = start(t, append(args, commandtest.CMD(t, "stubborn", fifo)...)...)
 			})
 
 			expiry, giveBack := tc.takeAway(t, ctx, db)
@@ -144,8 +152,11 @@ func TestRunStopsCMDBeforeTheLeaseCanExpire(t *testing.T) {
 				t.Logf("CMD's process group was gone %v before the lease could expire", time.Duration(expiry-gone)*time.Millisecond)
 			}
 			if r.Code != exitLost || !strings.Contains(r.Stderr, "leases: run: the lease on r at epoch 1 ended before CMD did") ||
-				!strings.Contains(r.Stderr, tc.stop) {
-				t.Fatalf("run: %v; want exit 4, saying the lease ended and how CMD was stopped (%q)", r, tc.stop)
+				!strings.Contains(r.Stderr, "CMD was stopped by SIGKILL") {
+				t.Fatalf("run: %v; want exit 4, saying the lease ended and that SIGKILL stopped CMD", r)
+			}
+			if tc.byLeases && strings.Contains(r.Stderr, "watchdog:") {
+				t.Fatalf("run: %v; want CMD stopped by run itself, before the watchdog's deadline", r)
 			}
 		})
 	}

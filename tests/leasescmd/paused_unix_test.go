@@ -41,17 +41,26 @@ func runWithLeasesStopped(t *testing.T, store []string, stops ...time.Duration) 
 	for _, stop := range stops {
 		t.Run(stop.String(), func(t *testing.T) {
 			r := stopLeases(t, store, stop)
+			when := "after the stop"
+			if r.killed {
+				when = fmt.Sprintf("%v into the stop", r.gone.Sub(r.stopped).Round(time.Millisecond))
+			}
 			switch {
-			case r.killed:
-				t.Logf("leases stopped %v: CMD gone %v into the stop, %v before the lease's expiry (%s)",
-					stop, r.gone.Sub(r.stopped).Round(time.Millisecond), r.expiry.Sub(r.gone).Round(time.Millisecond), r.bound)
-				if !r.gone.Before(r.expiry) {
-					t.Errorf("CMD was gone at %v, %v after the lease's expiry %v", r.gone, r.gone.Sub(r.expiry), r.expiry)
-				}
-			case stop >= pausedTTL:
-				t.Errorf("leases stopped %v, longer than the TTL, and CMD was still running at the stop's end", stop)
-			default:
+			case r.code == exitOK && stop < pausedTTL:
 				t.Logf("leases stopped %v: CMD ran on under the renewed lease", stop)
+			case r.code != exitLost:
+				t.Fatalf("run after a stop of %v: %v; want exit 4 (CMD stopped), or 0 (CMD's own, the lease held to CMD's end) for a stop shorter than the TTL", stop, r.result)
+			case !r.expiry.known:
+				t.Fatalf("the store had no record of the lease as soon as leases was stopped")
+			case !r.gone.Before(r.expiry.at):
+				t.Errorf("leases stopped %v: CMD gone %s, %v after the lease's expiry (%s)",
+					stop, when, r.gone.Sub(r.expiry.at).Round(time.Millisecond), r.expiry.how)
+			default:
+				t.Logf("leases stopped %v: CMD gone %s, %v before the lease's expiry (%s)",
+					stop, when, r.expiry.at.Sub(r.gone).Round(time.Millisecond), r.expiry.how)
+			}
+			if stop >= pausedTTL && !r.killed {
+				t.Errorf("leases stopped %v, as long as the TTL or longer, and CMD was still running at the stop's end", stop)
 			}
 		})
 	}
@@ -59,14 +68,16 @@ func runWithLeasesStopped(t *testing.T, store []string, stops ...time.Duration) 
 
 // stopped is what stopLeases saw.
 type stopped struct {
-	stopped, gone time.Time // when leases was stopped; when CMD was gone
-	killed        bool      // CMD was gone while leases was stopped
-	expiry        time.Time // the lease's expiry, bounded below
-	bound         string    // how the expiry is known
+	stopped, gone time.Time   // when leases was stopped; when CMD was gone
+	killed        bool        // CMD was gone while leases was stopped
+	expiry        expiryBound // the lease's expiry, bounded below
+	result        commandtest.Result
+	code          int
 }
 
 // stopLeases runs CMD under a lease with leases stopped for stop once
-// CMD has started, and returns what it saw.
+// CMD has started, and returns what it saw. CMD still running when the
+// stop ends is ended by its input's end.
 func stopLeases(t *testing.T, store []string, stop time.Duration) stopped {
 	ctx := testctx.Context(t)
 	fifo := filepath.Join(t.TempDir(), "cmd")
@@ -100,40 +111,33 @@ func stopLeases(t *testing.T, store []string, stop time.Duration) stopped {
 		_, _ = io.Copy(io.Discard, held)
 		gone <- time.Now()
 	}()
-	first := expiryRead(t, store, resource)
+	s.expiry = expiryRead(t, store, resource)
 	select {
 	case s.gone = <-gone:
 		s.killed = true
+		s.expiry = s.expiry.latest(expiryRead(t, store, resource))
+		<-stopEnds.C
 	case <-stopEnds.C:
 	case <-ctx.Done():
 		t.Fatalf("CMD neither gone nor the stop over: %v", context.Cause(ctx))
-	}
-	var second expiryBound
-	if s.killed {
-		second = expiryRead(t, store, resource)
-		<-stopEnds.C
 	}
 	if err := syscall.Kill(leasesPid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	if !s.killed {
-		// CMD ends by itself: its input ends.
 		if err := p.Stdin.Close(); err != nil {
 			t.Fatal(err)
 		}
-		r := p.Wait()
-		if r.Code != exitOK {
-			t.Fatalf("run after a stop of %v that CMD outlived: %v; want CMD's status 0, the lease held to CMD's end", stop, r)
+		select {
+		case s.gone = <-gone:
+		case <-ctx.Done():
+			t.Fatalf("CMD not gone after its input ended: %v", context.Cause(ctx))
 		}
-		return s
 	}
-	b := first.latest(second)
-	if !b.known {
-		t.Fatalf("the store had no record of the lease as soon as leases was stopped")
-	}
-	s.expiry, s.bound = b.at, b.how
-	if r := p.Wait(); r.Code != exitLost || !strings.Contains(r.Stderr, "leases: run: watchdog: SIGKILL to CMD's process group") {
-		t.Fatalf("run: %v; want exit 4 and the watchdog's SIGKILL said", r)
+	s.result = p.Wait()
+	s.code = s.result.Code
+	if s.killed && !strings.Contains(s.result.Stderr, "leases: run: watchdog: SIGKILL to CMD's process group") {
+		t.Errorf("run: %v; want the watchdog's SIGKILL said", s.result)
 	}
 	return s
 }
