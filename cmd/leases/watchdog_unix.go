@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,16 +43,28 @@ func startWatchdog(grace time.Duration, stderr io.Writer) (*watchdog, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stdin, cmd.Stderr = r, stderr
+	ready, readyEnd, err := os.Pipe()
+	if err != nil {
+		return nil, errors.Join(err, r.Close(), w.Close())
+	}
+	defer ready.Close()
+	cmd.Stdin, cmd.Stderr, cmd.ExtraFiles = r, stderr, []*os.File{readyEnd}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = time.Second // stderr, when it is not a file (tests)
 	err = cmd.Start()
-	_ = r.Close()
+	_, _ = r.Close(), readyEnd.Close()
 	if err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("start CMD's watchdog: %w", err)
 	}
-	return &watchdog{cmd: cmd, pipe: w, stopped: make(chan struct{})}, nil
+	wd := &watchdog{cmd: cmd, pipe: w, stopped: make(chan struct{})}
+	// The handshake: the signals that run passes on to CMD's group reach
+	// the watchdog too, and must find them ignored before CMD can start.
+	if _, err := ready.Read(make([]byte, 1)); err != nil {
+		wd.stop()
+		return nil, fmt.Errorf("start CMD's watchdog: it ended before it was ready (%w)", err)
+	}
+	return wd, nil
 }
 
 // leader is the watchdog's process: its pid is CMD's process group.
@@ -78,7 +91,8 @@ func (wd *watchdog) stop() {
 }
 
 // playWatchdog is the watchdog's process: args is the grace, its input
-// the deadlines, its stderr leases's. The signals that run passes on to
+// the deadlines, its stderr leases's, and fd 3 the pipe on which it says
+// it is ready. The signals that run passes on to
 // CMD's group reach the watchdog too, and are ignored here: they are
 // CMD's.
 func playWatchdog(args []string) int {
@@ -86,6 +100,13 @@ func playWatchdog(args []string) int {
 	// A stderr whose reader is gone must fail a write, not end the
 	// watchdog before it has stopped CMD (Go's default for fd 2).
 	signal.Ignore(syscall.SIGPIPE)
+	if ready := os.NewFile(3, "ready"); ready != nil { // see startWatchdog
+		_, err := ready.Write([]byte{'\n'})
+		if err = errors.Join(err, ready.Close()); err != nil {
+			fmt.Fprintf(os.Stderr, "leases: watchdog: %v\n", err)
+			return exitFailed
+		}
+	}
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "leases: watchdog: want one argument, the grace")
 		return exitUsage
@@ -108,8 +129,8 @@ func playWatchdog(args []string) int {
 func watch(in io.Reader, grace time.Duration, stderr io.Writer, signalGroup func(syscall.Signal) error) int {
 	lines := make(chan int64)
 	go readDeadlines(in, lines, stderr)
-	var deadline int64 // 0: none yet
-	terminated := false
+	var deadline int64
+	known, terminated := false, false // known: a deadline was read
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
@@ -119,25 +140,26 @@ func watch(in io.Reader, grace time.Duration, stderr io.Writer, signalGroup func
 				send(signalGroup, syscall.SIGKILL, stderr, "leases is gone")
 				return exitLost
 			}
-			deadline = d
+			deadline, known = d, true
 		case <-timer.C:
+		}
+		if !known {
+			continue
 		}
 		now := hostNow()
 		switch {
-		case deadline != 0 && now >= deadline:
+		case now >= deadline:
 			send(signalGroup, syscall.SIGKILL, stderr, "at the session's deadline")
 			return exitLost
-		case deadline != 0 && !terminated && now >= deadline-int64(grace):
+		case !terminated && now >= deadline-int64(grace):
 			terminated = true
 			send(signalGroup, syscall.SIGTERM, stderr, fmt.Sprintf("--grace %v before the session's deadline", grace))
 		}
-		if deadline != 0 {
-			next := deadline
-			if !terminated {
-				next -= int64(grace)
-			}
-			timer.Reset(time.Duration(next - now))
+		next := deadline
+		if !terminated {
+			next -= int64(grace)
 		}
+		timer.Reset(time.Duration(next - now))
 	}
 }
 
