@@ -56,7 +56,8 @@ func TestExitStatuses(t *testing.T) {
 		{"release without an epoch", nil, []string{"release", "held", store, "--holder", "alice"}, exitUsage, `--epoch is required`},
 		{"run without CMD", nil, []string{"run", "r", store}, exitUsage, `no CMD: give it after --`},
 		{"run of a CMD that is not there", nil, []string{"run", "r", store, "--", "no-such-command-here"}, exitUsage, `CMD "no-such-command-here"`},
-		{"run with a grace as long as the margin", nil, []string{"run", "r", store, "--ttl", "10s", "--grace", "2s", "--", "true"}, exitUsage, `--grace 2s is not below the margin 2s`},
+		{"run with a grace that does not fit before the deadline", nil, []string{"run", "r", store, "--ttl", "10s", "--grace", "4s", "--", "true"}, exitUsage,
+			"--grace 4s does not fit before the session's deadline: SIGTERM would come less than 3.99s after a renewal was sent"},
 		{"run with a margin as long as the TTL", nil, []string{"run", "r", store, "--ttl", "10s", "--margin", "10s", "--", "true"}, exitUsage, `--margin 10s is not below --ttl 10s`},
 
 		{"acquire of a held lease", nil, []string{"acquire", "held", store, "--holder", "bob", "--ttl", "1s"}, exitRefused, `"held" is held by "alice" at epoch 1 for (59m5\ds|1h0m0s) more \(until .*, this machine's clock\): lease held$`},

@@ -20,8 +20,13 @@
 // that registers itself.
 package main
 
-import "os"
+import (
+	"os"
+
+	"leases/internal/roles"
+)
 
 func main() {
+	roles.Run() // the watchdog of run's CMD is this binary too
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }

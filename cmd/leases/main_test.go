@@ -8,16 +8,19 @@ import (
 	"strings"
 	"testing"
 
+	"leases/internal/roles"
 	"leases/testkit/commandtest"
 )
 
 // asCommand is the first argument by which the test binary plays the
 // command itself, as cmd/leases's main runs it, so that the tests need no
 // go build and no shell; then: the command's arguments. It plays the
-// CMDs that run starts too (commandtest.PlayCMD).
+// CMDs that run starts too (commandtest.PlayCMD), and run's watchdog
+// (package roles).
 const asCommand = "leases-test-as-command"
 
 func TestMain(m *testing.M) {
+	roles.Run() // run's watchdog
 	if len(os.Args) > 1 && os.Args[1] == asCommand {
 		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
 	}

@@ -14,7 +14,10 @@ var forwardedSignals = []os.Signal{os.Interrupt}
 // send, and no process group.
 const terminateName = "killed"
 
-func prepare(*exec.Cmd) {}
+func prepare(*exec.Cmd, *os.Process) {}
+
+// stoppedBy: no signal ends a process here.
+func stoppedBy(*os.ProcessState) (string, bool) { return "", false }
 
 func terminateGroup(p *os.Process) error { return p.Kill() }
 

@@ -15,9 +15,10 @@ var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGH
 // terminateName says what terminateGroup sends.
 const terminateName = "SIGTERM to its process group"
 
-// prepare has CMD lead a process group of its own, so that it is stopped
-// with everything it started (see groupAttr for the rest).
-func prepare(cmd *exec.Cmd) { cmd.SysProcAttr = groupAttr() }
+// prepare puts CMD in the process group that leader (its watchdog) leads,
+// so that it is stopped with everything it started (see groupAttr for the
+// rest).
+func prepare(cmd *exec.Cmd, leader *os.Process) { cmd.SysProcAttr = groupAttr(leader.Pid) }
 
 func terminateGroup(p *os.Process) error { return syscall.Kill(-p.Pid, syscall.SIGTERM) }
 
@@ -28,6 +29,25 @@ func signalGroup(p *os.Process, sig os.Signal) error {
 		return syscall.Kill(-p.Pid, s)
 	}
 	return p.Signal(sig)
+}
+
+// stoppedBy names the signal that ended CMD, if one did.
+func stoppedBy(state *os.ProcessState) (string, bool) {
+	if state == nil {
+		return "", false
+	}
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return "", false
+	}
+	switch sig := ws.Signal(); sig {
+	case syscall.SIGKILL:
+		return "SIGKILL", true
+	case syscall.SIGTERM:
+		return "SIGTERM", true
+	default:
+		return sig.String(), true
+	}
 }
 
 // exitStatus is CMD's status as a shell says it: its exit code, or

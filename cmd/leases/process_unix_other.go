@@ -4,7 +4,7 @@ package main
 
 import "syscall"
 
-// groupAttr: a process group of CMD's own. There is no parent-death
-// signal here: if leases is killed (SIGKILL), CMD goes on without the
-// lease, which expires.
-func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// groupAttr: CMD in the process group pgid (its watchdog's). There is no
+// parent-death signal here: if leases is killed (SIGKILL), the watchdog
+// kills CMD's group when it reads the end of its input.
+func groupAttr(pgid int) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true, Pgid: pgid} }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -22,19 +23,80 @@ const (
 	envEpoch    = "LEASES_EPOCH"
 )
 
+// runArgs is run's command line, checked.
+type runArgs struct {
+	f        *flags
+	resource string
+	holder   string
+	opts     session.Options
+	grace    time.Duration
+	wait     bool
+	path     string   // CMD, found on PATH
+	command  []string // CMD and its arguments, as given
+}
+
 // run runs CMD under the lease on RESOURCE, renewing it with a session,
 // and stops CMD when the lease ends.
 func (c *cli) run(name string, args []string) int {
+	a, code, done := c.runArgs(name, args)
+	if done {
+		return code
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+
+	ctx := context.Background()
+	s, err := c.open(ctx, a.f, true)
+	if err != nil {
+		return c.fail(name, err)
+	}
+	defer c.closeStore(name, s)
+	deadlines := newDeadlines()
+	a.opts.OnEvent = deadlines.hook(a.opts.OnEvent)
+	sess, code, granted := c.awaitGrant(ctx, name, s, a, sigs)
+	if !granted {
+		return code
+	}
+	lease := sess.Lease()
+	c.warnTTL(name, s, a.opts.TTL, lease.ExpiresAt-lease.GrantedAt)
+	child, err := startChild(c.cmdFor(a, lease), a.grace, deadlines, c.stderrFile())
+	if err != nil {
+		return c.fail(name, errors.Join(fmt.Errorf("start CMD: %w", err), sess.Close(ctx)))
+	}
+
+	stopped := c.supervise(child, sess, sigs, a.grace)
+	state := child.finish()
+	lost := stopped.lost
+	if lost == nil {
+		// CMD ended by itself: did it end under the lease? The session's
+		// clock says, read now rather than trusting its timer to have run.
+		lost = sess.Check()
+	}
+	if err := sess.Close(ctx); err != nil {
+		fmt.Fprintf(c.stderr, "leases: %s: %s\n", name, oneLine(err.Error()))
+	}
+	if lost != nil {
+		fmt.Fprintf(c.stderr, "leases: %s: the lease on %s at epoch %d ended before CMD did (%s); %s\n",
+			name, lease.Resource, lease.Epoch, oneLine(lost.Error()), stopped.how(state))
+		return exitLost
+	}
+	return exitStatus(state)
+}
+
+// runArgs parses and checks run's command line; done says run ends at
+// once, with code: help asked for, or bad input (nothing was done).
+func (c *cli) runArgs(name string, args []string) (a runArgs, code int, done bool) {
 	f := c.newFlags(name, runUsage)
 	holder := f.String("holder", defaultHolder(), "the holder's `name`")
 	ttl := f.duration("ttl", session.DefaultTTL, "30s", "the lease's time-to-live, a `duration`, at the grant and at every renewal")
 	margin := f.duration("margin", 0, "5s", "how long before the lease could expire the session ends and CMD is stopped, a `duration` (default TTL/5)")
-	grace := f.duration("grace", 0, "1s", "how long after SIGTERM CMD gets SIGKILL, a `duration` below --margin (default half the margin)")
+	grace := f.duration("grace", 0, "1s", "how long before the session's deadline CMD gets SIGTERM (SIGKILL at the deadline), a `duration` at most half of TTL less the margin (default half the margin, at most a third)")
 	wait := f.Bool("wait", false, "wait for the lease while another holds it, rather than exit 1")
 	verbose := f.Bool("verbose", false, "log the session's grants, renewals and release on stderr")
 	arguments, command, dashdash, code, done := c.parse(f, args)
 	if done {
-		return code
+		return a, code, true
 	}
 	resource, err := oneArgument(name, arguments)
 	if err == nil && (!dashdash || len(command) == 0) {
@@ -56,56 +118,51 @@ func (c *cli) run(name string, args []string) int {
 		}
 	}
 	if err != nil {
-		return c.fail(name, err)
+		return a, c.fail(name, err), true
 	}
-
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-
-	ctx := context.Background()
-	s, err := c.open(ctx, f, true)
-	if err != nil {
-		return c.fail(name, err)
-	}
-	defer c.closeStore(name, s)
-	opts := session.Options{TTL: *ttl, Margin: *margin, OnEvent: c.renewalFailed(name)}
+	a = runArgs{f: f, resource: resource, holder: *holder, grace: g, wait: *wait, path: path, command: command,
+		opts: session.Options{TTL: *ttl, Margin: *margin, OnEvent: c.renewalFailed(name)}}
 	if *verbose {
-		opts.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		a.opts.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	return a, 0, false
+}
 
-	// Acquire, or wait, until granted or a signal comes.
+// awaitGrant acquires the lease, or waits for it with --wait, until it is
+// granted or a signal comes; when it is not granted, run ends with code.
+func (c *cli) awaitGrant(ctx context.Context, name string, s *store, a runArgs, sigs <-chan os.Signal) (sess *session.Session, code int, granted bool) {
 	waiting, stopWaiting := context.WithCancel(ctx)
 	defer stopWaiting()
-	type granted struct {
+	type grant struct {
 		s   *session.Session
 		err error
 	}
-	grant := make(chan granted, 1)
+	grants := make(chan grant, 1)
 	go func() {
-		sess, err := c.acquireSession(waiting, name, s, resource, *holder, opts, *wait)
-		grant <- granted{sess, err}
+		sess, err := c.acquireSession(waiting, name, s, a.resource, a.holder, a.opts, a.wait)
+		grants <- grant{sess, err}
 	}()
-	var sess *session.Session
 	select {
-	case g := <-grant:
+	case g := <-grants:
 		if g.err != nil {
-			return c.fail(name, g.err)
+			return nil, c.fail(name, g.err), false
 		}
-		sess = g.s
+		return g.s, 0, true
 	case sig := <-sigs:
 		stopWaiting()
-		if g := <-grant; g.s != nil {
+		if g := <-grants; g.s != nil {
 			_ = g.s.Close(ctx)
 		}
-		fmt.Fprintf(c.stderr, "leases: %s: %v before the lease on %s was granted; CMD was not started\n", name, sig, resource)
-		return signalStatus(sig)
+		fmt.Fprintf(c.stderr, "leases: %s: %v before the lease on %s was granted; CMD was not started\n", name, sig, a.resource)
+		return nil, signalStatus(sig), false
 	}
+}
 
-	lease := sess.Lease()
-	c.warnTTL(name, s, *ttl, lease.ExpiresAt-lease.GrantedAt)
-	cmd := exec.Command(path, command[1:]...)
-	cmd.Args[0] = command[0]
+// cmdFor is CMD, to run under lease: the lease in its environment, and
+// leases's own input and output.
+func (c *cli) cmdFor(a runArgs, lease leases.Lease) *exec.Cmd {
+	cmd := exec.Command(a.path, a.command[1:]...)
+	cmd.Args[0] = a.command[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.stdout, c.stderr
 	cmd.Env = append(os.Environ(), envResource+"="+lease.Resource, envHolder+"="+lease.Holder,
 		envEpoch+"="+strconv.FormatInt(lease.Epoch, 10))
@@ -113,28 +170,19 @@ func (c *cli) run(name string, args []string) int {
 	// the process group has gone (it matters only for writers that are
 	// not files, as in tests).
 	cmd.WaitDelay = time.Second
-	child, err := startChild(cmd)
-	if err != nil {
-		return c.fail(name, errors.Join(fmt.Errorf("start CMD: %w", err), sess.Close(ctx)))
-	}
+	return cmd
+}
 
-	stopped := c.supervise(child, sess, sigs, g)
-	state := child.finish()
-	lost := stopped.lost
-	if lost == nil {
-		// CMD ended by itself: did it end under the lease? The session's
-		// clock says, read now rather than trusting its timer to have run.
-		lost = sess.Check()
+// stderrFile is where the watchdog writes: leases's own stderr where it
+// is a file, which the watchdog then holds itself, so that what it says
+// does not pass through leases, which may be stopped or gone.
+func (c *cli) stderrFile() io.Writer {
+	if l, ok := c.stderr.(*lockedWriter); ok {
+		if f, ok := l.w.(*os.File); ok {
+			return f
+		}
 	}
-	if err := sess.Close(ctx); err != nil {
-		fmt.Fprintf(c.stderr, "leases: %s: %s\n", name, oneLine(err.Error()))
-	}
-	if lost != nil {
-		fmt.Fprintf(c.stderr, "leases: %s: the lease on %s at epoch %d ended before CMD did (%s); %s\n",
-			name, lease.Resource, lease.Epoch, oneLine(lost.Error()), stopped.how(g))
-		return exitLost
-	}
-	return exitStatus(state)
+	return c.stderr
 }
 
 // acquireSession starts the session: at once, or, with wait, after
@@ -165,21 +213,28 @@ func (c *cli) renewalFailed(name string) func(session.Event) {
 	}
 }
 
-// checkGrace checks --grace against the session's margin and returns it,
-// its default filled in: SIGKILL must come before the lease can expire.
+// checkGrace checks --grace against the session's timing and returns it,
+// its default filled in. CMD gets SIGTERM --grace before the session's
+// deadline and SIGKILL at it; the deadline is the TTL less the margin and
+// the drift allowance (span) after each renewal is sent, and a renewal is
+// sent a third of span in. A grace of more than half of span would have
+// SIGTERM come soon after a renewal was sent, before it could land.
 func checkGrace(ttl, margin, grace time.Duration) (time.Duration, error) {
 	// Each is 1ms or more where given (durationFlag), 0 where not.
 	if margin == 0 {
 		margin = ttl / 5 // the session's default
 	}
-	switch {
-	case margin >= ttl:
+	if margin >= ttl {
 		return 0, usagef("--margin %v is not below --ttl %v", margin, ttl)
+	}
+	drift := time.Duration(float64(ttl.Milliseconds())*session.DefaultDrift) * time.Millisecond
+	span := ttl - margin - drift
+	switch {
 	case grace == 0:
-		return margin / 2, nil
-	case grace >= margin:
-		return 0, usagef("--grace %v is not below the margin %v: CMD could outlive the lease; "+
-			"give a shorter --grace or a longer --margin", grace, margin)
+		return min(margin/2, span/3), nil
+	case grace > span/2:
+		return 0, usagef("--grace %v does not fit before the session's deadline: SIGTERM would come less than %v after a renewal was sent "+
+			"(half of --ttl less the margin and the drift allowance); give a shorter --grace, a longer --ttl or a shorter --margin", grace, span-grace)
 	}
 	return grace, nil
 }
@@ -193,10 +248,15 @@ type stopping struct {
 	signalsSent int   // signals passed on from leases
 }
 
-func (s stopping) how(grace time.Duration) string {
+// how says how CMD was stopped: by the signal that ended it (sent by
+// leases or by its watchdog), or what leases sent before CMD exited.
+func (s stopping) how(state *os.ProcessState) string {
+	sig, signalled := stoppedBy(state)
 	switch {
+	case signalled:
+		return "CMD was stopped by " + sig
 	case s.killed:
-		return fmt.Sprintf("CMD was stopped: %s, then SIGKILL after %v", terminateName, grace)
+		return fmt.Sprintf("CMD was stopped: %s, then SIGKILL", terminateName)
 	case s.terminated:
 		return fmt.Sprintf("CMD was stopped: %s", terminateName)
 	}
@@ -241,23 +301,46 @@ func (c *cli) supervise(child *child, sess *session.Session, sigs <-chan os.Sign
 // child is CMD, started so that the platform can stop it whole.
 type child struct {
 	cmd *exec.Cmd
+	// wd is CMD's watchdog, which leads CMD's process group (nil where
+	// there is none, and CMD's process is the group); leader is the
+	// group's leader, whose id is the group's.
+	wd     *watchdog
+	leader *os.Process
 	// exited is closed when CMD has exited. Where the platform can tell
-	// without collecting the exit (Linux, macOS), CMD is not yet reaped:
-	// its process group's id cannot be reused while it is a zombie, so
-	// signalling the group stays safe until finish reaps it.
+	// without collecting the exit (Linux, macOS), CMD is not yet reaped.
 	exited chan struct{}
 	// reaped is set before exited closes where CMD had to be reaped to
-	// learn of its exit; the group is then no longer signalled.
+	// learn of its exit; without a watchdog to hold the group's id, the
+	// group is then no longer signalled.
 	reaped  bool
 	waitErr error
 }
 
-func startChild(cmd *exec.Cmd) (*child, error) {
-	prepare(cmd)
-	if err := cmd.Start(); err != nil {
+// startChild starts CMD's watchdog (where there is one), tells it the
+// session's deadline, and starts CMD in the watchdog's process group.
+func startChild(cmd *exec.Cmd, grace time.Duration, d *deadlines, stderr io.Writer) (*child, error) {
+	wd, err := startWatchdog(grace, stderr)
+	if err != nil {
 		return nil, err
 	}
-	ch := &child{cmd: cmd, exited: make(chan struct{})}
+	ch := &child{cmd: cmd, wd: wd, exited: make(chan struct{})}
+	if wd != nil {
+		ch.leader = wd.leader()
+		if err := wd.follow(d); err != nil {
+			wd.stop()
+			return nil, err
+		}
+	}
+	prepare(cmd, ch.leader)
+	if err := cmd.Start(); err != nil {
+		if wd != nil {
+			wd.stop()
+		}
+		return nil, err
+	}
+	if wd == nil {
+		ch.leader = cmd.Process
+	}
 	go func() {
 		defer close(ch.exited)
 		if err := awaitExit(cmd.Process); err != nil {
@@ -270,7 +353,7 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 func (ch *child) gone() bool {
 	select {
 	case <-ch.exited:
-		return ch.reaped
+		return ch.reaped && ch.wd == nil
 	default:
 		return false
 	}
@@ -280,29 +363,34 @@ func (ch *child) terminate() error {
 	if ch.gone() {
 		return nil
 	}
-	return terminateGroup(ch.cmd.Process)
+	return terminateGroup(ch.leader)
 }
 
 func (ch *child) kill() error {
 	if ch.gone() {
 		return nil
 	}
-	return killGroup(ch.cmd.Process)
+	return killGroup(ch.leader)
 }
 
 func (ch *child) forward(sig os.Signal) error {
 	if ch.gone() {
 		return nil
 	}
-	return signalGroup(ch.cmd.Process, sig)
+	return signalGroup(ch.leader, sig)
 }
 
 // finish waits for CMD's exit, kills whatever CMD left running in its
-// process group, and collects CMD's exit.
+// process group (and the watchdog), and collects CMD's exit.
 func (ch *child) finish() *os.ProcessState {
 	<-ch.exited
+	switch {
+	case ch.wd != nil:
+		ch.wd.stop() // leftovers: nothing of CMD's outlives the lease
+	case !ch.reaped:
+		_ = killGroup(ch.leader)
+	}
 	if !ch.reaped {
-		_ = killGroup(ch.cmd.Process) // leftovers: nothing of CMD's outlives the lease
 		ch.waitErr = ch.cmd.Wait()
 	}
 	return ch.cmd.ProcessState

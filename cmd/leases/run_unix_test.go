@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -90,8 +89,9 @@ func fatal(err error) int {
 
 // When the lease ends before CMD does, run stops CMD, and everything in
 // its process group, before the lease can expire, and exits 4. CMD here
-// ignores SIGTERM, and so does the process it started: SIGKILL after the
-// grace period ends both. Three ways the lease is taken away: renewals
+// ignores SIGTERM, and so does the process it started: SIGKILL (from
+// run's watchdog at the session's deadline, or from run after the grace
+// period) ends both. Three ways the lease is taken away: renewals
 // that fail (another connection holds the file's write lock, as a hung
 // process would) until the session's deadline; the file deleted (the
 // store can renew no more); an operator's release (the next renewal is
@@ -99,25 +99,33 @@ func fatal(err error) int {
 // as the store last recorded it; the group is gone when the FIFO that
 // both processes hold reaches its end.
 //
-// The margin is most of the TTL so that load cannot fail a correct run:
-// with renewals failing, the session ends the TTL less the margin (about
-// a second) after its last renewal, and SIGKILL comes 300ms later, about
-// 2.7s before the lease can expire (the deleted file and the release end
-// the session sooner). That slack covers the kill taking effect, the FIFO
-// closing and this test waking. Without the kill, or with the signals
-// sent to CMD alone, the group holds the FIFO until the test's deadline.
+// With renewals failing, the margin is most of the TTL so that load
+// cannot fail a correct run: the session ends the TTL less the margin
+// (about a second) after its last renewal, and the watchdog's SIGKILL
+// comes at that deadline, about 3s before the lease can expire. The
+// deleted file and the release end the session at the next renewal, and
+// run stops CMD itself (SIGTERM, SIGKILL after the grace), long before
+// the watchdog's deadline (a TTL of 8s, its deadline 7s after each
+// renewal, renewals every 2.3s): the watchdog says nothing. That slack
+// covers the kill taking effect, the FIFO closing and this test waking.
+// Without the kill, or with the signals sent to CMD alone, the group
+// holds the FIFO until the test's deadline; without run's own stop, the
+// watchdog's lines are on stderr.
 func TestRunStopsCMDBeforeTheLeaseCanExpire(t *testing.T) {
 	cases := []struct {
 		name string
 		// takeAway takes the lease away from run and returns the tick at
 		// which it can expire, and what gives the file back afterwards.
 		takeAway func(t *testing.T, ctx context.Context, db string) (expiry int64, giveBack func())
-		// stop is how run stopped CMD: its line on stderr.
-		stop string
+		// timing is run's --ttl and --margin.
+		timing []string
+		// byLeases: run stops CMD itself, before the watchdog's deadline
+		// (with renewals failing, both may act).
+		byLeases bool
 	}{
-		{"renewals fail until the deadline", lockFile, "then SIGKILL after 300ms"},
-		{"the file is deleted", deleteFile, "then SIGKILL after 300ms"},
-		{"an operator releases the lease", releaseLease, "then SIGKILL after 300ms"},
+		{"renewals fail until the deadline", lockFile, []string{"--ttl", "4s", "--margin", "3s"}, false},
+		{"the file is deleted", deleteFile, []string{"--ttl", "8s", "--margin", "1s"}, true},
+		{"an operator releases the lease", releaseLease, []string{"--ttl", "8s", "--margin", "1s"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,8 +134,8 @@ func TestRunStopsCMDBeforeTheLeaseCanExpire(t *testing.T) {
 			db, fifo := filepath.Join(dir, "leases.db"), filepath.Join(dir, "group")
 			var p *commandtest.Process
 			group := cmdGroup(t, ctx, fifo, func() {
-				p = start(t, append([]string{"run", "r", "--sqlite", db, "--holder", "h",
-					"--ttl", "4s", "--margin", "3s", "--grace", "300ms", "--"}, commandtest.CMD(t, "stubborn", fifo)...)...)
+				args := append(append([]string{"run", "r", "--sqlite", db, "--holder", "h"}, tc.timing...), "--grace", "300ms", "--")
+				p = start(t, append(args, commandtest.CMD(t, "stubborn", fifo)...)...)
 			})
 
 			expiry, giveBack := tc.takeAway(t, ctx, db)
@@ -144,8 +152,11 @@ func TestRunStopsCMDBeforeTheLeaseCanExpire(t *testing.T) {
 				t.Logf("CMD's process group was gone %v before the lease could expire", time.Duration(expiry-gone)*time.Millisecond)
 			}
 			if r.Code != exitLost || !strings.Contains(r.Stderr, "leases: run: the lease on r at epoch 1 ended before CMD did") ||
-				!strings.Contains(r.Stderr, tc.stop) {
-				t.Fatalf("run: %v; want exit 4, saying the lease ended and how CMD was stopped (%q)", r, tc.stop)
+				!strings.Contains(r.Stderr, "CMD was stopped by SIGKILL") {
+				t.Fatalf("run: %v; want exit 4, saying the lease ended and that SIGKILL stopped CMD", r)
+			}
+			if tc.byLeases && strings.Contains(r.Stderr, "watchdog:") {
+				t.Fatalf("run: %v; want CMD stopped by run itself, before the watchdog's deadline", r)
 			}
 		})
 	}
@@ -154,55 +165,21 @@ func TestRunStopsCMDBeforeTheLeaseCanExpire(t *testing.T) {
 // cmdGroup is the FIFO at path, made here, as CMD's process group holds
 // it (see the roles), once CMD has said "started PID" on it: it reaches
 // its end when every process that holds it is gone. The test's cleanup
-// kills the group, in case the command failed to.
+// kills the group (led by run's watchdog), in case the command failed to.
 func cmdGroup(t *testing.T, ctx context.Context, path string, started func()) io.Reader {
 	t.Helper()
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	started()
-	group := openFIFO(t, ctx, path)
+	group := commandtest.FIFO(t, ctx, path, started)
 	line, err := group.ReadString('\n')
 	var pid int
 	if _, serr := fmt.Sscanf(line, "started %d\n", &pid); err != nil || serr != nil {
 		t.Fatalf("CMD's first line: %q, %v", line, err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
-	return group
-}
-
-// openFIFO opens the FIFO at path for reading, which returns once a
-// writer has opened it, bounded by ctx.
-func openFIFO(t *testing.T, ctx context.Context, path string) *bufio.Reader {
-	t.Helper()
-	opened := make(chan *os.File, 1)
-	go func() {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Error(err)
-		}
-		opened <- f
-	}()
-	select {
-	case f := <-opened:
-		if f == nil {
-			t.FailNow()
-		}
-		t.Cleanup(func() { _ = f.Close() })
-		if deadline, ok := ctx.Deadline(); ok {
-			if err := f.SetReadDeadline(deadline); err != nil && !errors.Is(err, os.ErrNoDeadline) {
-				t.Fatal(err)
-			}
-		}
-		return bufio.NewReader(f)
-	case <-ctx.Done():
-		// Unblock the open with a writer of our own, then fail.
-		if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			_ = w.Close()
-		}
-		t.Fatalf("nothing opened the FIFO for writing: %v", context.Cause(ctx))
-		return nil
+	pgid, err := syscall.Getpgid(pid) // the watchdog's: CMD is in its group
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	return group
 }
 
 // lockFile holds the file's write lock in a transaction of the test's
@@ -336,5 +313,35 @@ func TestRunKillsWhatCMDLeavesBehind(t *testing.T) {
 	}
 	if _, err := io.Copy(io.Discard, group); err != nil {
 		t.Fatalf("what CMD left behind still holds the FIFO after run ended: %v", err)
+	}
+}
+
+// When leases is killed (SIGKILL), nothing of the run outlives it: its
+// watchdog reads the end of its input and kills CMD's process group,
+// itself in it (on Linux the parent-death signal kills CMD at once too).
+// CMD holds a FIFO: fifo-holder alone, or stubborn, which ignores SIGTERM
+// and has started a process that ignores it too, in its group, which no
+// parent-death signal reaches. The watchdog holds leases's stderr, whose
+// end the test's Wait awaits.
+func TestRunEndsWithLeases(t *testing.T) {
+	for _, cmd := range []string{"fifo-holder", "stubborn"} {
+		t.Run(cmd, func(t *testing.T) {
+			ctx := testctx.Context(t)
+			dir := t.TempDir()
+			db, fifo := filepath.Join(dir, "leases.db"), filepath.Join(dir, "group")
+			var p *commandtest.Process
+			group := cmdGroup(t, ctx, fifo, func() {
+				p = start(t, append([]string{"run", "r", "--sqlite", db, "--ttl", "1h", "--"}, commandtest.CMD(t, cmd, fifo)...)...)
+			})
+			if err := p.Cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.Copy(io.Discard, group); err != nil {
+				t.Fatalf("CMD's group still holds the FIFO after leases was killed: %v", err)
+			}
+			if r := p.Wait(); !strings.Contains(r.Stderr, "leases: run: watchdog: SIGKILL to CMD's process group: leases is gone") {
+				t.Fatalf("leases killed: %v; want the watchdog's SIGKILL said", r)
+			}
+		})
 	}
 }

@@ -112,19 +112,22 @@ it, keep renewing it, and release it when CMD ends, like consul lock or
 flock(1). CMD gets LEASES_RESOURCE, LEASES_HOLDER and LEASES_EPOCH in its
 environment: send the epoch with every write to a fenced resource.
 
-When the lease ends before CMD does (a renewal refused, say after
-someone's release, or renewals failing until the session's deadline,
-which comes --margin before the lease could expire), CMD is stopped:
-SIGTERM to its process group, then SIGKILL after --grace, so that it is
-gone before the lease can expire; leases exits 4. On Windows, CMD is
-killed. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to leases are passed on
+When the lease ends before CMD does, CMD is stopped and leases exits 4.
+At the session's deadline (which comes --margin before the lease could
+expire) CMD's watchdog, a process of its own that leases tells each new
+deadline, stops CMD whether or not leases itself runs: SIGTERM to CMD's
+process group --grace before the deadline, SIGKILL at it. When a
+renewal is refused (say after someone's release) leases stops CMD at
+once: SIGTERM, then SIGKILL after --grace. On Windows there is no
+watchdog, and leases kills CMD. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to leases are passed on
 to CMD's process group; leases then exits with CMD's status. When CMD
 exits, whatever it left running in its process group is killed (Linux,
 macOS) before the lease is released: nothing of CMD's runs without it.
 A release that fails is said on stderr (the lease then runs out by
 itself); the status stays CMD's.
 
-CMD runs in a process group of its own: it should not read from a
-terminal. If leases itself is killed (SIGKILL), Linux kills CMD too;
-elsewhere CMD goes on without the lease, which expires.
+CMD runs in a process group of its own, which the watchdog leads: it
+should not read from a terminal. If leases itself is killed (SIGKILL),
+the watchdog kills CMD's group (and Linux kills CMD at once too); on
+Windows CMD goes on without the lease, which expires.
 `

@@ -27,6 +27,21 @@ var cmds = map[string]func(args []string) int{
 		}
 		return status
 	},
+	// fifo-holder holds the FIFO its argument names open for writing
+	// (see FIFO), says "started PID" on it, and holds until its input
+	// ends.
+	"fifo-holder": func(args []string) int {
+		fifo, err := os.OpenFile(args[0], os.O_WRONLY, 0)
+		if err == nil {
+			_, err = fmt.Fprintf(fifo, "started %d\n", os.Getpid())
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 125
+		}
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0
+	},
 	// hold says "started EPOCH", appends "start EPOCH" to the file its
 	// argument names (if any), holds until its input ends, appends "end
 	// EPOCH", says "done EPOCH" and exits 0.

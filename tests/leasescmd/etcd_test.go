@@ -97,4 +97,5 @@ func TestOnEtcd(t *testing.T) {
 	t.Run("run", func(t *testing.T) { runPassesTheLease(t, store(t)) })
 	t.Run("run stopped when its lease is released", func(t *testing.T) { runStoppedWhenReleased(t, store(t)) })
 	t.Run("two runs exclude each other", func(t *testing.T) { runsExcludeEachOther(t, store(t)...) })
+	t.Run("run with leases stopped", func(t *testing.T) { runWithLeasesStopped(t, store(t), pausedStops...) })
 }

@@ -112,6 +112,7 @@ func commandLine(store []string, command string, args ...string) []string {
 // far as the tests read it (docs/operators.md).
 type leaseJSON struct {
 	Holder      string `json:"holder"`
+	ExpiresAt   string `json:"expires_at"`
 	Epoch       int64  `json:"epoch"`
 	ExpiresInMs *int64 `json:"expires_in_ms"`
 	Clock       string `json:"clock"`

@@ -17,6 +17,7 @@ func TestOnSQLite(t *testing.T) {
 	t.Run("run", func(t *testing.T) { runPassesTheLease(t, store(t)) })
 	t.Run("run stopped when its lease is released", func(t *testing.T) { runStoppedWhenReleased(t, store(t)) })
 	t.Run("two runs exclude each other", func(t *testing.T) { runsExcludeEachOther(t, store(t)...) })
+	t.Run("run with leases stopped", func(t *testing.T) { runWithLeasesStopped(t, store(t), pausedStops...) })
 }
 
 // runPassesTheLease: run on the store gives CMD the lease, exits with
