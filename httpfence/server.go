@@ -105,7 +105,10 @@ func Handler(table *ops.Table, h http.Handler) http.Handler {
 // or after its answer could not be recorded, is answered 409 in
 // progress: whether the effect happened is then unknown, and it is never
 // done a second time. Answers as for Handler, except that h's 5xx
-// answers are recorded too (the effect may have begun).
+// answers are recorded too (the effect may have begun), and that an
+// answer that could not be recorded is still written, with
+// "Leases-Record: pending": the record then stays pending until an
+// operator completes it.
 func External(table *ops.Table, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		call, ok := readCall(w, r)
