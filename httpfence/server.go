@@ -64,6 +64,9 @@ func Tx(r *http.Request) *sql.Tx {
 //	413  a body over MaxRequestBytes
 //	503  not done, or its outcome unknown: send the same request again (Retry-After: 1)
 //
+// h does its database work in Tx(r), never on the database handle: on
+// SQLite's one connection that would wait for itself.
+//
 // An answer of h with a status of 500 or more rolls its transaction back,
 // record and rows, and is written unrecorded: a retry runs h again. Of
 // h's headers only Content-Type is stored and written.
