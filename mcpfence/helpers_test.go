@@ -172,3 +172,15 @@ func want(t testing.TB, res *mcp.CallToolResult, outcome leases.Outcome, isError
 		}
 	}
 }
+
+// countNotes counts the example's notes in the database at path.
+func countNotes(t testing.TB, path string) int {
+	t.Helper()
+	db := sqlitetest.OpenDirectly(t, path)
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM notes`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
