@@ -3,6 +3,7 @@ package mcpfence
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -80,8 +81,7 @@ func External[In, Out any](table *ops.Table, h mcp.ToolHandlerFor[In, Out]) mcp.
 			return failure(call, fmt.Errorf("%w: the effect was done, but its result could not be recorded: %v", leases.ErrOutcomeUnknown, err)), out, nil
 		}
 		result.Response = response
-		// The effect is done: record it even if the caller has gone.
-		if err := pending.Complete(context.WithoutCancel(ctx), response); err != nil {
+		if err := complete(context.WithoutCancel(ctx), pending, response); err != nil {
 			// Answer what was done; a retry is told "in progress".
 			res, out, _ := answer[Out](call, result, nil)
 			res.Meta[MetaFailure] = "not recorded: " + err.Error()
@@ -89,4 +89,15 @@ func External[In, Out any](table *ops.Table, h mcp.ToolHandlerFor[In, Out]) mcp.
 		}
 		return answer[Out](call, result, nil)
 	}
+}
+
+// complete records the answer of an effect that was done, even if the
+// caller has gone (ctx does not end with the call), once more after an
+// unknown outcome (Complete says a repeat with the same answer is safe).
+func complete(ctx context.Context, pending *ops.Pending, response ops.Response) error {
+	err := pending.Complete(ctx, response)
+	if errors.Is(err, leases.ErrOutcomeUnknown) {
+		err = pending.Complete(ctx, response)
+	}
+	return err
 }
