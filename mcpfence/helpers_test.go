@@ -53,10 +53,19 @@ type toolServer struct {
 	fail atomic.Bool
 }
 
-func newToolServer(t testing.TB) *toolServer {
+func newToolServer(t testing.TB) *toolServer { return newToolServerOn(t, "") }
+
+// newToolServerOn is newToolServer on a file opened with pragmas added
+// to the DSN.
+func newToolServerOn(t testing.TB, pragmas string) *toolServer {
 	t.Helper()
 	ctx := testctx.Context(t)
-	db := sqlitetest.OpenDirectly(t, sqlitetest.Path(t))
+	// As a tool server opens its file: WAL, one connection, a busy timeout.
+	db, err := sql.Open("sqlite", sqlitetest.Path(t)+"?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"+pragmas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
 	t.Cleanup(func() { _ = db.Close() })
 	table, err := ops.New(db, ops.Options{Dialect: fence.SQLite})
 	if err == nil {
@@ -72,15 +81,11 @@ func newToolServer(t testing.TB) *toolServer {
 }
 
 func (ts *toolServer) addNote(ctx context.Context, tx *sql.Tx, _ *mcp.CallToolRequest, in Note) (*mcp.CallToolResult, Added, error) {
-	r, err := tx.ExecContext(ctx, `INSERT INTO notes (text) VALUES (?)`, in.Text)
-	if err != nil {
-		return nil, Added{}, err
+	out, err := insertNote(ctx, tx, in)
+	if err == nil && ts.fail.CompareAndSwap(true, false) {
+		err = errors.New("add_note failed after its insert")
 	}
-	if ts.fail.CompareAndSwap(true, false) {
-		return nil, Added{}, errors.New("add_note failed after its insert")
-	}
-	id, err := r.LastInsertId()
-	return nil, Added{ID: id}, err
+	return nil, out, err
 }
 
 func (ts *toolServer) send(ctx context.Context, _ *mcp.CallToolRequest, in Send) (*mcp.CallToolResult, Sent, error) {
