@@ -21,7 +21,8 @@ import (
 
 // Note is add_note's input, and Added its output.
 type Note struct {
-	Text string `json:"text"`
+	Text   string `json:"text"`
+	Author string `json:"author,omitempty"`
 }
 
 // Added is the row add_note wrote.

@@ -63,8 +63,8 @@ func TestRowsToolAnswersFromTheRecord(t *testing.T) {
 func TestRetryEncodedOtherwiseIsAReplay(t *testing.T) {
 	ts := newToolServer(t)
 	cs := connect(t, ts.server())
-	want(t, call(t, cs, "add_note", map[string]any{"text": "x"}, token("r", 1, "a")), leases.Accepted, false)
-	want(t, call(t, cs, "add_note", json.RawMessage(` { "text" : "x" } `), token("r", 1, "a")), leases.Replay, false)
+	want(t, call(t, cs, "add_note", map[string]any{"text": "x", "author": "me"}, token("r", 1, "a")), leases.Accepted, false)
+	want(t, call(t, cs, "add_note", json.RawMessage(` { "text" : "x", "author": "me" } `), token("r", 1, "a")), leases.Replay, false)
 	if n := ts.rows(t); n != 1 {
 		t.Fatalf("%d rows, want 1", n)
 	}
