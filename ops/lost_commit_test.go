@@ -39,8 +39,9 @@ func TestALostCommitIsAnsweredByTheRecord(t *testing.T) {
 			call := ops.Call{Resource: "r", Epoch: 1, Key: "k", Request: []byte("a")}
 			lose.next.Store(true)
 			lose.commit = c.committed
-			_, err := table.Do(fencetest.Context(t), call, opstest.Effect(db, table, call, "a"))
-			opstest.Retry(t, db, table, call, err, c.committed)
+			_, lost := table.Do(fencetest.Context(t), call, opstest.Effect(db, table, call, "a"))
+			result, err := opstest.Again(fencetest.Context(t), db, table, call)
+			opstest.CheckRetry(t, db, table, call, lost, c.committed, result, err)
 		})
 	}
 }

@@ -115,12 +115,18 @@ func Running(t *testing.T, db fencetest.DB) {
 	}
 }
 
-// Retry is the caller's answer to an unknown outcome (lost, the error of
-// a first call whose COMMIT was sent and not answered): the same call
-// again, answered from the record. committed says whether the first
-// call committed; the retry is then a Replay of it, or else Accepted,
-// and the effect is in the table once either way.
-func Retry(t *testing.T, db fencetest.DB, table *ops.Table, call ops.Call, lost error, committed bool) {
+// Again is the caller's answer to an unknown outcome of call (its
+// COMMIT was sent and not answered): the same call again, which the
+// record answers.
+func Again(ctx context.Context, db fencetest.DB, table *ops.Table, call ops.Call) (ops.Result, error) {
+	return table.Do(ctx, call, Effect(db, table, call, string(call.Request)))
+}
+
+// CheckRetry holds lost, the error of a first call whose COMMIT was not
+// answered, to an unknown outcome, and the answer to Again after it to
+// what became of the first: a Replay of it when it committed, else
+// Accepted; the effect is in the table once either way.
+func CheckRetry(t *testing.T, db fencetest.DB, table *ops.Table, call ops.Call, lost error, committed bool, result ops.Result, err error) {
 	t.Helper()
 	if !errors.Is(lost, leases.ErrOutcomeUnknown) || leases.IsRefusal(lost) {
 		t.Fatalf("a commit without an answer: %v; want leases.ErrOutcomeUnknown", lost)
@@ -129,7 +135,6 @@ func Retry(t *testing.T, db fencetest.DB, table *ops.Table, call ops.Call, lost 
 	if committed {
 		want = leases.Replay
 	}
-	result, err := table.Do(fencetest.Context(t), call, Effect(db, table, call, string(call.Request)))
 	if err != nil || result.Outcome != want || string(result.Response.Body) != string(call.Request) {
 		t.Fatalf("the retry after an unknown outcome: %+v, %v; want %q with the effect's answer", result, err, want)
 	}
