@@ -44,7 +44,9 @@ func WithKey(ctx context.Context, key string) context.Context {
 // _meta. It refuses, before anything is sent, once the session has ended
 // (an error matching session.ErrEnded), and when the arguments do not
 // encode as JSON (leases.ErrInvalidInput). Read what the server's record
-// made of the call with Outcome.
+// made of the call with Outcome. Call under s.Context() for a call to be
+// cut off when the session ends; one that was sent all the same (an agent
+// paused between the check and the send) is the server's to refuse.
 func (c *Client) CallTool(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
 	if err := c.s.Check(); err != nil {
 		return nil, fmt.Errorf("mcpfence: %s not called: %w", params.Name, err)
