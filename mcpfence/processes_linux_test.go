@@ -76,6 +76,21 @@ func stopOutsideTransaction(t *testing.T, c *childtest.Child, path string) {
 	}
 }
 
+// startToolServer starts the example's tool server on the database in
+// dir, and returns it once it listens, with its endpoint.
+func startToolServer(t *testing.T, dir string) (*childtest.Child, string) {
+	t.Helper()
+	server := childtest.Start(t, serverRole, dir)
+	if !server.Lines.Scan() {
+		t.Fatalf("the tool server did not start: %v", server.Wait())
+	}
+	endpoint, ok := strings.CutPrefix(server.Lines.Text(), "listening ")
+	if !ok {
+		t.Fatalf("the tool server said %q", server.Lines.Text())
+	}
+	return server, endpoint
+}
+
 // The example's tool server and two agents, each a process of its own,
 // over the SDK's streamable HTTP transport. Agent A's retried call is
 // answered from the record (one line appended), and the same key with
@@ -87,14 +102,7 @@ func stopOutsideTransaction(t *testing.T, c *childtest.Child, path string) {
 // has ended).
 func TestAgentsAndToolServerAsProcesses(t *testing.T) {
 	dir := t.TempDir()
-	server := childtest.Start(t, serverRole, dir)
-	if !server.Lines.Scan() {
-		t.Fatalf("the tool server did not start: %v", server.Wait())
-	}
-	endpoint, ok := strings.CutPrefix(server.Lines.Text(), "listening ")
-	if !ok {
-		t.Fatalf("the tool server said %q", server.Lines.Text())
-	}
+	server, endpoint := startToolServer(t, dir)
 	leasesDB := filepath.Join(dir, "leases.db")
 	a := childtest.Start(t, agentRole, leasesDB, endpoint, "A", agentTTL)
 	epochA := ask(t, a, "start").Epoch
