@@ -35,14 +35,14 @@ type Appended struct {
 // transaction (mcpfence.Handler); append_line appends a line to the file
 // at lines, an effect outside the database, between the record's pending
 // and its completion (mcpfence.External). table is the record, in the
-// same database as the notes table.
+// same database as the notes table; appendLine appends a line to a file
+// and syncs it.
 //
 // Its imports:
 //
 //	import (
 //		"context"
 //		"database/sql"
-//		"os"
 //
 //		"github.com/modelcontextprotocol/go-sdk/mcp"
 //
@@ -62,20 +62,26 @@ func tools(table *ops.Table, lines string) *mcp.Server {
 		}))
 	mcp.AddTool(server, &mcp.Tool{Name: "append_line", Description: "appends a line to the log"}, mcpfence.External(table,
 		func(ctx context.Context, _ *mcp.CallToolRequest, in Line) (*mcp.CallToolResult, Appended, error) {
-			f, err := os.OpenFile(lines, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-			if err != nil {
-				return nil, Appended{}, err
-			}
-			n, err := f.WriteString(in.Line + "\n")
-			if err == nil {
-				err = f.Sync()
-			}
-			if closeErr := f.Close(); err == nil {
-				err = closeErr
-			}
-			return nil, Appended{Bytes: n}, err
+			err := appendLine(lines, in.Line)
+			return nil, Appended{Bytes: len(in.Line) + 1}, err
 		}))
 	return server
+}
+
+// appendLine appends line to the file at path, and syncs it.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(line + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	return err
 }
 
 // addNote calls add_note on the MCP server at endpoint (streamable

@@ -155,3 +155,37 @@ func TestAgentsAndToolServerAsProcesses(t *testing.T) {
 		t.Fatalf("%d notes; want 1 (the conflicting call wrote none)", notes)
 	}
 }
+
+// An outside effect whose answer was lost: the tool server is killed
+// (SIGKILL) after append_line_then_hang's effect and before its record is
+// completed, and started again on the same database. The agent's retry
+// of the same call is answered "in progress", for good: the effect is
+// unknown to the record, and it is not done a second time.
+func TestOutsideEffectWhoseAnswerWasLostIsNeverRepeated(t *testing.T) {
+	dir := t.TempDir()
+	server, endpoint := startToolServer(t, dir)
+	a := childtest.Start(t, agentRole, filepath.Join(dir, "leases.db"), endpoint, "A", agentTTL)
+	ask(t, a, "start")
+	const command = `call append_line_then_hang {"line":"once"} k`
+	if _, err := fmt.Fprintln(a.In, command); err != nil {
+		t.Fatal(err)
+	}
+	if !server.Lines.Scan() || server.Lines.Text() != "effect done <nil>" {
+		t.Fatalf("the tool server said %q, want the effect done", server.Lines.Text())
+	}
+	server.Kill()
+	if !a.Lines.Scan() || !strings.Contains(a.Lines.Text(), `"err"`) {
+		t.Fatalf("the agent's call to a killed server: %q, want an error", a.Lines.Text())
+	}
+	_, endpoint = startToolServer(t, dir)
+	if r := ask(t, a, "connect "+endpoint); r.Err != "" {
+		t.Fatal(r.Err)
+	}
+	for range 2 {
+		r := ask(t, a, command)
+		expect(t, "the retry", r, leases.InProgress, true)
+	}
+	if lines, err := os.ReadFile(filepath.Join(dir, "lines.log")); err != nil || string(lines) != "once\n" {
+		t.Fatalf("the log holds %q (%v); want the effect once", lines, err)
+	}
+}

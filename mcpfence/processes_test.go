@@ -3,6 +3,7 @@ package mcpfence_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,13 +11,16 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"leases/fence"
 	"leases/internal/roles"
 	"leases/mcpfence"
+	"leases/ops"
 	"leases/session"
 	"leases/sqlite"
 )
@@ -45,11 +49,29 @@ func playServer(args []string) int {
 		fmt.Fprintln(os.Stderr, "tool server:", err)
 		return 1
 	}
+	addHangingAppend(server, db, args[0])
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	go func() { _ = http.Serve(ln, handler) }()
 	fmt.Printf("listening http://%s/\n", ln.Addr())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
+}
+
+// addHangingAppend adds append_line_then_hang to the example's tools:
+// append_line's effect, after which the server says "effect done" on
+// stdout and hangs, never recording the answer (for the test to kill it
+// between the effect and its completion).
+func addHangingAppend(server *mcp.Server, db *sql.DB, dir string) {
+	table, err := ops.New(db, ops.Options{Dialect: fence.SQLite})
+	if err != nil {
+		panic(err) // the example's own table: opened by openTools already
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "append_line_then_hang"}, mcpfence.External(table,
+		func(ctx context.Context, _ *mcp.CallToolRequest, in Line) (*mcp.CallToolResult, Appended, error) {
+			err := appendLine(filepath.Join(dir, "lines.log"), in.Line)
+			fmt.Println("effect done", err)
+			select {}
+		}))
 }
 
 // reply is the agent's answer to one command, a line of JSON.
@@ -71,6 +93,7 @@ type reply struct {
 //	call TOOL ARGS [KEY]     call through mcpfence.Client
 //	late TOOL ARGS KEY       call with the session's token, unchecked: an
 //	                         agent that checked its session, then was paused
+//	connect URL              connect to the tool server at URL instead
 func playAgent(args []string) int {
 	ctx := context.Background()
 	ttl, err := time.ParseDuration(args[3])
@@ -84,7 +107,7 @@ func playAgent(args []string) int {
 		return 1
 	}
 	defer store.Close()
-	transport := &mcp.StreamableClientTransport{Endpoint: args[1], DisableStandaloneSSE: true}
+	transport := &mcp.StreamableClientTransport{Endpoint: args[1], DisableStandaloneSSE: true, MaxRetries: -1}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: args[2]}, nil).Connect(ctx, transport, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
@@ -101,6 +124,10 @@ func playAgent(args []string) int {
 				defer s.Close(context.Background())
 				r.Epoch = s.Epoch()
 			}
+		case "connect":
+			_ = cs.Close()
+			transport := &mcp.StreamableClientTransport{Endpoint: f[1], DisableStandaloneSSE: true, MaxRetries: -1}
+			cs, err = mcp.NewClient(&mcp.Implementation{Name: args[2]}, nil).Connect(ctx, transport, nil)
 		case "call":
 			callCtx := ctx
 			if len(f) > 3 {
