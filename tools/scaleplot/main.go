@@ -6,7 +6,8 @@
 //	go run ./tools/scaleplot -o docs/scale.svg before=docs/scale-before.json after=docs/scale-after.json
 //
 // Each argument is label=file, a file written by the benchmark
-// (LEASES_SCALE_OUT). The same input gives the same bytes.
+// (LEASES_SCALE_OUT). The same input gives the same bytes. With -table,
+// it writes the rows as a Markdown table instead (docs/performance.md).
 package main
 
 import (
@@ -24,10 +25,19 @@ import (
 type row struct {
 	Backend       string  `json:"backend"`
 	Leases        int     `json:"leases"`
+	Holders       int     `json:"holders"`
+	Processes     int     `json:"processes"`
 	RoundMillis   float64 `json:"round_ms"`
 	RoundRequests float64 `json:"round_requests"`
+	RoundBytes    float64 `json:"round_bytes"`
 	RenewCPUus    float64 `json:"renew_cpu_us"`
 	GrantsPerSec  float64 `json:"grants_per_sec"`
+	AcquireP50us  float64 `json:"acquire_p50_us"`
+	AcquireP99us  float64 `json:"acquire_p99_us"`
+	WriteP50us    float64 `json:"write_p50_us"`
+	WriteP99us    float64 `json:"write_p99_us"`
+	HeapPerLease  float64 `json:"heap_bytes_per_lease"`
+	RoundErrors   int     `json:"round_errors"`
 }
 
 // measure is one panel of the plot.
@@ -51,6 +61,7 @@ type series struct {
 
 func main() {
 	out := flag.String("o", "", "the SVG file to write (default: standard output)")
+	asTable := flag.Bool("table", false, "write a Markdown table, not an SVG")
 	flag.Parse()
 	all, err := load(flag.Args())
 	if err != nil {
@@ -67,7 +78,36 @@ func main() {
 		defer f.Close()
 		w = f
 	}
+	if *asTable {
+		table(w, all)
+		return
+	}
 	draw(w, all)
+}
+
+// table writes every row as a line of a Markdown table, by series.
+func table(w io.Writer, all map[string][]row) {
+	fmt.Fprintln(w, "| series | L | H | P | grants/s | Acquire p50/p99 ms | round ms | requests/round | bytes/round | CPU µs/renewal | write p50/p99 ms | heap B/lease | failed renewals |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	names := make([]string, 0, len(all))
+	for name := range all {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	counted := func(v float64) string {
+		if v < 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f", v)
+	}
+	for _, name := range names {
+		for _, r := range all[name] {
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %.0f | %.1f / %.0f | %.0f | %s | %s | %.0f | %.1f / %.0f | %.0f | %d |\n",
+				name, r.Leases, r.Holders, r.Processes, r.GrantsPerSec, r.AcquireP50us/1000, r.AcquireP99us/1000,
+				r.RoundMillis, counted(r.RoundRequests), counted(r.RoundBytes), r.RenewCPUus,
+				r.WriteP50us/1000, r.WriteP99us/1000, r.HeapPerLease, r.RoundErrors)
+		}
+	}
 }
 
 // load reads label=file arguments into rows by series name.
