@@ -141,7 +141,8 @@ type row struct {
 	WriteP50us    float64 `json:"write_p50_us"`
 	WriteP99us    float64 `json:"write_p99_us"`
 	HeapPerLease  float64 `json:"heap_bytes_per_lease"`
-	RoundErrors   int     `json:"round_errors"` // renewals that failed, in all rounds
+	RoundErrors   int     `json:"round_errors"`   // renewals that failed, in all rounds
+	ReleaseErrors int     `json:"release_errors"` // releases that failed (the lease was lost meanwhile)
 	FirstError    string  `json:"first_error,omitempty"`
 }
 
@@ -203,9 +204,16 @@ func measure(ctx context.Context, s subject, c config) (row, error) {
 	if err := guardedWrites(ctx, s, c, hs, &r); err != nil {
 		return r, err
 	}
-	return r, forHolders(c, func(holder, i int) error {
-		return s.procs[holder%len(s.procs)].release(ctx, hs[i])
+	var mu sync.Mutex
+	_ = forHolders(c, func(holder, i int) error {
+		if err := s.procs[holder%len(s.procs)].release(ctx, hs[i]); err != nil {
+			mu.Lock()
+			r.ReleaseErrors++
+			mu.Unlock()
+		}
+		return nil
 	})
+	return r, nil
 }
 
 // renewals measures renewalRounds rounds, each every lease renewed once,
