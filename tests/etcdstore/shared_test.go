@@ -28,7 +28,7 @@ func TestTenuresOfASharedLeaseEndOneByOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	abandoned, err := l.Acquire(ctx, "abandoned", "A", time.Second)
+	abandoned, err := l.Acquire(ctx, "abandoned", "A", 2*time.Second) // on the kept session's etcd lease
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,14 +47,14 @@ func TestTenuresOfASharedLeaseEndOneByOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close(ctx)
-	if waited := time.Since(began); b.Epoch() != abandoned.Epoch+1 || waited < time.Second {
-		t.Fatalf("the abandoned resource granted at epoch %d after %v; want epoch %d, once its own second had passed",
+	if waited := time.Since(began); b.Epoch() != abandoned.Epoch+1 || waited < 2*time.Second {
+		t.Fatalf("the abandoned resource granted at epoch %d after %v; want epoch %d, once its own two seconds had passed",
 			b.Epoch(), waited, abandoned.Epoch+1)
 	}
 	if err := kept.Check(); err != nil {
 		t.Fatalf("the kept session after the other tenures ended: %v", err)
 	}
-	if _, err := l.Renew(ctx, abandoned, time.Second); !leases.IsRefusal(err) {
+	if _, err := l.Renew(ctx, abandoned, 2*time.Second); !leases.IsRefusal(err) {
 		t.Fatalf("renewal of the abandoned tenure: %v; want a refusal", err)
 	}
 }
