@@ -94,8 +94,8 @@ func table(w io.Writer, all map[string][]row) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	counted := func(v float64) string {
-		if v < 0 {
+	counted := func(v float64) string { // -1 where not counted; PostgreSQL's bytes are not counted (0)
+		if v <= 0 {
 			return "–"
 		}
 		return fmt.Sprintf("%.0f", v)

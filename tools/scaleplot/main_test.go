@@ -34,6 +34,11 @@ func TestDrawsOneLinePerSeries(t *testing.T) {
 			t.Errorf("the SVG lacks %q", want)
 		}
 	}
+	var md bytes.Buffer
+	table(&md, all)
+	if lines := strings.Split(strings.TrimSpace(md.String()), "\n"); len(lines) != 2+3 || !strings.Contains(lines[4], "| before sqlite | 100 |") || !strings.Contains(lines[4], "| – |") {
+		t.Errorf("the table:\n%s\nwant a header, a rule and the 3 rows, the uncounted as –", md.String())
+	}
 	if _, err := load([]string{"no-label"}); err == nil {
 		t.Error("an argument without label= was accepted")
 	}
