@@ -278,6 +278,9 @@ func (l *lessor) Release(ctx context.Context, held leases.Lease) error {
 		return fmt.Errorf("release %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, err))
 	}
 	deleted, err := l.deleteKey(ctx, t, id)
+	if err == nil && !deleted {
+		deleted, err = l.stopLateGrant(ctx, t, id)
+	}
 	if err != nil {
 		return fmt.Errorf("release %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, err))
 	}
@@ -348,13 +351,13 @@ func (l *lessor) leaseOf(ctx context.Context, held leases.Lease) (clientv3.Lease
 	return clientv3.LeaseID(record.Lease), nil, nil
 }
 
-// decodeEpoch is the last epoch an epoch key holds, 0 when absent.
+// decodeEpoch is the last epoch an epoch key holds, 0 when absent or 0.
 func decodeEpoch(v view) (int64, error) {
 	if !v.found() {
 		return 0, nil
 	}
 	epoch, err := strconv.ParseInt(string(v.value), 10, 64)
-	if err != nil || epoch < 1 {
+	if err != nil || epoch < 0 { // 0: written by a release that stopped a late first grant (stopLateGrant)
 		return 0, fmt.Errorf("decode %s: %q is not an epoch", v.key, v.value)
 	}
 	return epoch, nil

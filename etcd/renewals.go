@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -278,7 +279,9 @@ func (l *lessor) reap(t tenure, h *heldTenure) {
 	l.mu.Unlock()
 	ctx, cancel := l.store.bound(context.Background())
 	defer cancel()
-	_, _ = l.deleteKey(ctx, t, h.shared.id)
+	if deleted, err := l.deleteKey(ctx, t, h.shared.id); err == nil && !deleted {
+		_, _ = l.stopLateGrant(ctx, t, h.shared.id)
+	}
 	l.unuse(h.shared)
 }
 
@@ -308,4 +311,42 @@ func (l *lessor) deleteKey(ctx context.Context, t tenure, id clientv3.LeaseID) (
 // out or was released.
 func errEnded(held leases.Lease) error {
 	return fmt.Errorf("%w: epoch %d ran out or was released", leases.ErrLeaseExpired, held.Epoch)
+}
+
+// stopLateGrant settles a release of t whose key was not there: t's grant
+// may still be on its way (a member holds its transaction, and proposes
+// it when it continues), and would then attach t's key to the shared etcd
+// lease, which the process's other tenures keep alive: a resource held by
+// nobody for as long as they live. So it writes the epoch key again as it
+// stands, a new revision that the grant's compare no longer matches; or,
+// when the epoch moved on already (the grant applied, or a later one),
+// deletes t's key if it is there by now. deleted reports that t's key
+// was there and is gone: the release took effect.
+func (l *lessor) stopLateGrant(ctx context.Context, t tenure, id clientv3.LeaseID) (deleted bool, err error) {
+	epochKey := l.store.key(epochsKind, t.resource)
+	for {
+		views, err := l.store.read(ctx, epochKey)
+		if err != nil {
+			return false, outcome.BeforeCommit(ctx, err)
+		}
+		last, err := decodeEpoch(views[0])
+		if err != nil {
+			return false, outcome.BeforeCommit(ctx, err)
+		}
+		if last >= t.epoch { // written since t's grant read it: that grant cannot apply any more
+			return l.deleteKey(ctx, t, id)
+		}
+		value := strconv.FormatInt(last, 10) // "0" where none was granted yet
+		var resp *clientv3.TxnResponse
+		err = l.ask(ctx, func() (err error) {
+			resp, err = l.store.client.Txn(ctx).If(views[0].unchanged()).Then(clientv3.OpPut(epochKey, value)).Commit()
+			return err
+		})
+		if err != nil {
+			return false, outcomeUnknown(ctx, err)
+		}
+		if resp.Succeeded {
+			return false, nil
+		}
+	}
 }
