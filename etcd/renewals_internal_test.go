@@ -37,6 +37,7 @@ func heldLessor(t *testing.T) (*lessor, heldKeepAlives, [2]leases.Lease) {
 	ready := make(chan struct{})
 	close(ready)
 	sl := &sharedLease{seconds: 3600, ready: ready, id: 7, ttl: 3600, users: 3} // never revoked here
+	l.shared[3600] = sl
 	var held [2]leases.Lease
 	for i, resource := range []string{"r", "s"} {
 		held[i] = leases.Lease{Resource: resource, Holder: "A", Epoch: 1, ExpiresAt: 1, Ticks: leases.LocalMillis}
@@ -131,5 +132,31 @@ func TestAnUnknownKeepAliveIsUnknownForEachRenewal(t *testing.T) {
 			}
 			done++
 		}
+	}
+}
+
+// A grant on a shared etcd lease that was granted before the grant began
+// first keeps it alive, in a keep-alive sent after the grant began: the
+// lease may have little of its time-to-live left, and the new key must
+// live a whole TTL from when its holder sent its request.
+func TestAGrantKeepsTheSharedLeaseAliveFirst(t *testing.T) {
+	l, h, _ := heldLessor(t)
+	type used struct {
+		sl  *sharedLease
+		err error
+	}
+	got := make(chan used, 1)
+	go func() {
+		sl, _, err := l.use(context.Background(), time.Hour)
+		got <- used{sl, err}
+	}()
+	select {
+	case u := <-got:
+		t.Fatalf("the shared lease was used (%v) without a keep-alive sent after the grant began", u.err)
+	case call := <-h.calls:
+		call <- ok(3600)
+	}
+	if u := <-got; u.err != nil || u.sl.id != 7 {
+		t.Fatalf("use: %+v; want the shared lease 7", u)
 	}
 }
