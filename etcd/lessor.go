@@ -147,22 +147,11 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		if err != nil {
 			return leases.Lease{}, err
 		}
-		var resp *clientv3.TxnResponse
-		err = l.ask(ctx, func() (err error) {
-			resp, err = s.client.Txn(ctx).
-				If(clientv3.Compare(clientv3.CreateRevision(heldKey), "=", 0), epochs.unchanged()).
-				Then(clientv3.OpPut(heldKey, string(record), clientv3.WithLease(shared.id)),
-					clientv3.OpPut(epochKey, strconv.FormatInt(last+1, 10))).
-				Else(clientv3.OpGet(heldKey), clientv3.OpGet(epochKey)).
-				Commit()
-			return err
-		})
+		resp, err := l.grantTxn(ctx, shared, heldKey, record, epochKey, last, epochs)
 		now := time.Now().UnixMilli()
-		lease := leases.Lease{Resource: resource, Holder: holder, Epoch: last + 1, GrantedAt: now, ExpiresAt: now + seconds*1000,
-			Ticks: leases.LocalMillis}
-		if errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) { // ended since its keep-alive: nothing was put
-			l.ended(shared)
-			return leases.Lease{}, outcome.BeforeCommit(ctx, fmt.Errorf("the shared etcd lease ended: %w", err))
+		lease := leases.Lease{Resource: resource, Holder: holder, Epoch: last + 1, GrantedAt: now, ExpiresAt: now + seconds*1000, Ticks: leases.LocalMillis}
+		if errors.Is(err, errSharedEnded) {
+			return leases.Lease{}, outcome.BeforeCommit(ctx, err)
 		}
 		if err != nil {
 			// The grant may have been applied, or be on its way: keep
@@ -194,6 +183,32 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		// since), or the holder's lease ran out just now: decide again.
 	}
 }
+
+// grantTxn sends a grant's transaction: the holder key, attached to the
+// shared etcd lease, only while there is none, and the next epoch, only
+// while the epoch key is as it was read.
+func (l *lessor) grantTxn(ctx context.Context, shared *sharedLease, heldKey string, record []byte,
+	epochKey string, last int64, epochs view) (*clientv3.TxnResponse, error) {
+	var resp *clientv3.TxnResponse
+	err := l.ask(ctx, func() (err error) {
+		resp, err = l.store.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(heldKey), "=", 0), epochs.unchanged()).
+			Then(clientv3.OpPut(heldKey, string(record), clientv3.WithLease(shared.id)),
+				clientv3.OpPut(epochKey, strconv.FormatInt(last+1, 10))).
+			Else(clientv3.OpGet(heldKey), clientv3.OpGet(epochKey)).
+			Commit()
+		return err
+	})
+	if errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) { // ended since its keep-alive: nothing was put
+		l.ended(shared)
+		return nil, fmt.Errorf("%w: %w", errSharedEnded, err)
+	}
+	return resp, err
+}
+
+// errSharedEnded reports a grant's transaction that etcd refused because
+// the shared etcd lease had ended: nothing was written.
+var errSharedEnded = errors.New("the shared etcd lease ended")
 
 // held is the refusal of an acquire while the holder key v exists.
 func (l *lessor) held(ctx context.Context, resource string, v view) error {
