@@ -24,13 +24,16 @@ const (
 	epochsKind = "epochs/" // <prefix>epochs/<resource>: the last epoch granted; never deleted
 )
 
-// Lessor returns the store's leases timed by etcd itself: each grant is an
-// etcd lease, whose time-to-live etcd's leader counts and which it ends by
-// deleting the holder's key, so no caller's clock decides anything. A
-// grant is one transaction that creates the resource's holder key,
-// attached to a new etcd lease, only while no such key exists, and raises
-// the resource's epoch key, compared on the revision it was read at; a
-// renewal is a keep-alive of the etcd lease, a release its revocation.
+// Lessor returns the store's leases timed by etcd itself: each holder key
+// is attached to an etcd lease, whose time-to-live etcd's leader counts
+// and which it ends by deleting the key, so no caller's clock decides
+// anything. A grant is one transaction that creates the resource's holder
+// key, attached to the Lessor's etcd lease of that TTL (one per TTL,
+// shared by the Lessor's tenures, as etcd's concurrency.Session shares
+// one: see renewals.go for what that changes), only while no such key
+// exists, and raises the resource's epoch key, compared on the revision
+// it was read at; a renewal is a keep-alive of the etcd lease, one for
+// every renewal waiting, a release the deletion of the holder key.
 // Epochs stay strictly increasing: the epoch key is never deleted.
 //
 // etcd counts a lease's time-to-live in whole seconds, and never less
@@ -44,14 +47,25 @@ const (
 // milliseconds, when the answer came, and the time-to-live etcd reports:
 // nothing decides on them. Only the Lessor may write its keys: a holder
 // key deleted by hand would leave its etcd lease alive.
-func (s *Store) Lessor() leases.Lessor { return &lessor{store: s, ids: map[tenure]clientv3.LeaseID{}} }
+func (s *Store) Lessor() leases.Lessor {
+	return &lessor{store: s, shared: map[int64]*sharedLease{}, tenures: map[tenure]*heldTenure{},
+		batches: map[clientv3.LeaseID]*batch{}, keepAliveOnce: s.client.KeepAliveOnce}
+}
 
 type lessor struct {
 	store *Store
 	mu    sync.Mutex
-	// ids are the etcd leases of the tenures this process was granted,
-	// so that a renewal or a release need not read the holder key first.
-	ids map[tenure]clientv3.LeaseID
+	// shared are the etcd leases that new grants attach their keys to,
+	// by TTL in seconds (renewals.go).
+	shared map[int64]*sharedLease
+	// tenures are the tenures this Lessor granted and that have not
+	// ended, so that a renewal or a release need not read the holder
+	// key first.
+	tenures map[tenure]*heldTenure
+	// batches are the keep-alives being sent, by etcd lease.
+	batches map[clientv3.LeaseID]*batch
+	// keepAliveOnce is the client's; the tests of batches hold it.
+	keepAliveOnce func(context.Context, clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error)
 }
 
 var _ leases.Lessor = (*lessor)(nil)
@@ -112,20 +126,15 @@ func (s *Store) ask(ctx context.Context, request func() error) error {
 func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
 	s := l.store
 	heldKey, epochKey := s.key(heldKind, resource), s.key(epochsKind, resource)
-	var grant *clientv3.LeaseGrantResponse
-	err := l.ask(ctx, func() (err error) {
-		grant, err = s.client.Grant(ctx, int64((ttl+time.Second-1)/time.Second))
-		return err
-	})
+	began := time.Now()
+	shared, seconds, err := l.use(ctx, ttl)
 	if err != nil {
-		return leases.Lease{}, outcome.BeforeCommit(ctx, fmt.Errorf("grant an etcd lease: %w", err))
+		return leases.Lease{}, outcome.BeforeCommit(ctx, fmt.Errorf("an etcd lease: %w", err))
 	}
 	granted := false
 	defer func() {
-		if !granted { // nothing holds it: let it go now rather than at its expiry, within a bound of its own
-			revoke, cancel := s.bound(context.WithoutCancel(ctx))
-			defer cancel()
-			_, _ = s.client.Revoke(revoke, grant.ID)
+		if !granted { // nothing holds it: revoked now if nothing else uses it
+			l.unuse(shared)
 		}
 	}()
 	epochs := s.cache.guess([]string{epochKey})[0]
@@ -134,27 +143,29 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		if err != nil {
 			return leases.Lease{}, outcome.BeforeCommit(ctx, err)
 		}
-		record, err := json.Marshal(holdRecord{Holder: holder, Epoch: last + 1, Lease: int64(grant.ID)})
+		record, err := json.Marshal(holdRecord{Holder: holder, Epoch: last + 1, Lease: int64(shared.id)})
 		if err != nil {
 			return leases.Lease{}, err
 		}
-		resp, err := l.put(ctx, heldKey, epochs, record, last+1, grant.ID)
+		resp, err := l.grantTxn(ctx, shared, heldKey, record, epochKey, last, epochs)
 		now := time.Now().UnixMilli()
-		lease := leases.Lease{Resource: resource, Holder: holder, Epoch: last + 1, GrantedAt: now, ExpiresAt: now + grant.TTL*1000,
-			Ticks: leases.LocalMillis}
+		lease := leases.Lease{Resource: resource, Holder: holder, Epoch: last + 1, GrantedAt: now, ExpiresAt: now + seconds*1000, Ticks: leases.LocalMillis}
+		if errors.Is(err, errSharedEnded) {
+			return leases.Lease{}, outcome.BeforeCommit(ctx, err)
+		}
 		if err != nil {
 			// The grant may have been applied, or be on its way: keep
-			// its etcd lease, and remember it for Release, whose
-			// revocation ends it or makes the late put fail.
+			// it as a tenure, for Release, whose delete ends it, or
+			// for its reaper, at its deadline.
 			granted = true
 			s.cache.forget([]string{epochKey})
-			l.remember(tenure{resource, holder, last + 1}, grant.ID)
+			l.hold(tenure{resource, holder, last + 1}, shared, began, ttl)
 			return lease, outcomeUnknown(ctx, err)
 		}
 		if resp.Succeeded {
 			granted = true
 			s.cache.remember(view{key: epochKey, value: []byte(strconv.FormatInt(last+1, 10)), rev: resp.Header.Revision})
-			l.remember(tenure{resource, holder, last + 1}, grant.ID)
+			l.hold(tenure{resource, holder, last + 1}, shared, began, ttl)
 			return lease, nil
 		}
 		if epochs, err = l.refused(ctx, resource, heldKey, epochKey, resp); err != nil {
@@ -165,23 +176,31 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 	}
 }
 
-// put is acquire's transaction: it creates heldKey holding record,
-// attached to the etcd lease id, only while no such key exists, and
-// raises the epoch key to epoch only while it is still at the revision
-// of epochs; otherwise it reads both keys back.
-func (l *lessor) put(ctx context.Context, heldKey string, epochs view, record []byte, epoch int64, id clientv3.LeaseID) (*clientv3.TxnResponse, error) {
+// grantTxn sends a grant's transaction: the holder key, attached to the
+// shared etcd lease, only while there is none, and the next epoch, only
+// while the epoch key is as it was read.
+func (l *lessor) grantTxn(ctx context.Context, shared *sharedLease, heldKey string, record []byte,
+	epochKey string, last int64, epochs view) (*clientv3.TxnResponse, error) {
 	var resp *clientv3.TxnResponse
 	err := l.ask(ctx, func() (err error) {
 		resp, err = l.store.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(heldKey), "=", 0), epochs.unchanged()).
-			Then(clientv3.OpPut(heldKey, string(record), clientv3.WithLease(id)),
-				clientv3.OpPut(epochs.key, strconv.FormatInt(epoch, 10))).
-			Else(clientv3.OpGet(heldKey), clientv3.OpGet(epochs.key)).
+			Then(clientv3.OpPut(heldKey, string(record), clientv3.WithLease(shared.id)),
+				clientv3.OpPut(epochKey, strconv.FormatInt(last+1, 10))).
+			Else(clientv3.OpGet(heldKey), clientv3.OpGet(epochKey)).
 			Commit()
 		return err
 	})
+	if errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) { // ended since its keep-alive: nothing was put
+		l.ended(shared)
+		return nil, fmt.Errorf("%w: %w", errSharedEnded, err)
+	}
 	return resp, err
 }
+
+// errSharedEnded reports a grant's transaction that etcd refused because
+// the shared etcd lease had ended: nothing was written.
+var errSharedEnded = errors.New("the shared etcd lease ended")
 
 // refused reads resp, the answer of a put that did not succeed: the
 // refusal of a holder still live, or the epoch key as it is now, for
@@ -230,7 +249,8 @@ func (l *lessor) held(ctx context.Context, resource string, v view) error {
 var errRanOut = errors.New("the holder's etcd lease ran out")
 
 // Renew implements [leases.Lessor.Renew]: a keep-alive of held's etcd
-// lease, which etcd's leader extends to its whole time-to-live from now.
+// lease, which etcd's leader extends to its whole time-to-live from now,
+// sent in the next batch of keep-alives of that lease (renewals.go).
 // The TTL is the grant's; ttl must be valid but does not change it.
 func (l *lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
 	if _, err := rules.CheckDuration(ttl); err != nil {
@@ -239,55 +259,61 @@ func (l *lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration
 	if err := rules.CheckHeld(held, 0); err != nil {
 		return leases.Lease{}, err
 	}
+	began := time.Now()
 	ctx, cancel := l.store.bound(ctx)
 	defer cancel()
-	id, err := l.leaseOf(ctx, held)
+	t := tenure{held.Resource, held.Holder, held.Epoch}
+	id, own, err := l.leaseOf(ctx, held)
 	if err != nil {
 		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, err))
 	}
-	var resp *clientv3.LeaseKeepAliveResponse
-	err = l.ask(ctx, func() (err error) {
-		resp, err = l.store.client.KeepAliveOnce(ctx, id)
-		return err
-	})
+	resp, err := l.keepAlive(ctx, id)
 	switch {
-	case errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) || err == nil && resp.TTL <= 0:
-		l.forget(held)
-		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w: epoch %d ran out or was released", held.Resource, held.Holder, leases.ErrLeaseExpired, held.Epoch)
+	case leaseEnded(resp, err):
+		if own != nil {
+			l.ended(own.shared)
+			l.drop(t, own)
+		}
+		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, errEnded(held))
 	case err != nil:
 		// The keep-alive may have reached the leader: the lease may have
 		// been extended, or not. Either way it lasts no shorter.
 		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, outcomeUnknown(ctx, err)))
+	case own != nil && !l.renewed(t, own, began, ttl):
+		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, errEnded(held))
 	}
 	now := time.Now().UnixMilli()
 	held.ExpiresAt, held.Ticks = now+resp.TTL*1000, leases.LocalMillis
 	return held, nil
 }
 
-// Release implements [leases.Lessor.Release]: the revocation of held's
-// etcd lease, which deletes the holder key with it.
+// Release implements [leases.Lessor.Release]: the deletion of held's
+// holder key, in a transaction that compares it is held's; the shared
+// etcd lease is revoked once no tenure of this Lessor uses it.
 func (l *lessor) Release(ctx context.Context, held leases.Lease) error {
 	if err := rules.CheckHeld(held, 0); err != nil {
 		return err
 	}
 	ctx, cancel := l.store.bound(ctx)
 	defer cancel()
-	id, err := l.leaseOf(ctx, held)
+	t := tenure{held.Resource, held.Holder, held.Epoch}
+	id, own, err := l.leaseOf(ctx, held)
 	if err != nil {
 		return fmt.Errorf("release %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, err))
 	}
-	err = l.ask(ctx, func() error {
-		_, err := l.store.client.Revoke(ctx, id)
-		return err
-	})
-	switch {
-	case errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound):
-		l.forget(held)
-		return fmt.Errorf("release %q for %q: %w: epoch %d ran out or was released", held.Resource, held.Holder, leases.ErrLeaseExpired, held.Epoch)
-	case err != nil:
-		return fmt.Errorf("release %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, outcomeUnknown(ctx, err)))
+	deleted, err := l.deleteKey(ctx, t, id)
+	if err == nil && !deleted {
+		deleted, err = l.stopLateGrant(ctx, t, id)
 	}
-	l.forget(held)
+	if err != nil {
+		return fmt.Errorf("release %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, err))
+	}
+	if own != nil {
+		l.drop(t, own)
+	}
+	if !deleted {
+		return fmt.Errorf("release %q for %q: %w", held.Resource, held.Holder, errEnded(held))
+	}
 	return nil
 }
 
@@ -322,55 +348,40 @@ func (l *lessor) Changed(ctx context.Context, resource string) (<-chan struct{},
 	return l.store.watch(ctx, resource, l.store.key(heldKind, resource))
 }
 
-// leaseOf is the etcd lease of held: remembered from its grant in this
-// process, or read from the holder key, which must be held's.
-func (l *lessor) leaseOf(ctx context.Context, held leases.Lease) (clientv3.LeaseID, error) {
+// leaseOf is the etcd lease of held: of its tenure in this Lessor, or
+// read from the holder key, which must be held's.
+func (l *lessor) leaseOf(ctx context.Context, held leases.Lease) (clientv3.LeaseID, *heldTenure, error) {
 	l.mu.Lock()
-	id, ok := l.ids[tenure{held.Resource, held.Holder, held.Epoch}]
+	own, ok := l.tenures[tenure{held.Resource, held.Holder, held.Epoch}]
 	l.mu.Unlock()
 	if ok {
-		return id, nil
+		return own.shared.id, own, nil
 	}
 	views, err := l.store.read(ctx, l.store.key(heldKind, held.Resource))
 	if err != nil {
-		return 0, outcome.BeforeCommit(ctx, err)
+		return 0, nil, outcome.BeforeCommit(ctx, err)
 	}
 	if !views[0].found() {
-		return 0, fmt.Errorf("%w: epoch %d of %q ran out or was released", leases.ErrLeaseExpired, held.Epoch, held.Resource)
+		return 0, nil, fmt.Errorf("%w: epoch %d of %q ran out or was released", leases.ErrLeaseExpired, held.Epoch, held.Resource)
 	}
 	var record holdRecord
 	if err := json.Unmarshal(views[0].value, &record); err != nil {
-		return 0, outcome.BeforeCommit(ctx, fmt.Errorf("decode %s: %w", views[0].key, err))
+		return 0, nil, outcome.BeforeCommit(ctx, fmt.Errorf("decode %s: %w", views[0].key, err))
 	}
 	if record.Holder != held.Holder || record.Epoch != held.Epoch {
-		return 0, fmt.Errorf("%w: %q is held by %q at epoch %d, not by %q at epoch %d",
+		return 0, nil, fmt.Errorf("%w: %q is held by %q at epoch %d, not by %q at epoch %d",
 			leases.ErrNotHolder, held.Resource, record.Holder, record.Epoch, held.Holder, held.Epoch)
 	}
-	return clientv3.LeaseID(record.Lease), nil
+	return clientv3.LeaseID(record.Lease), nil, nil
 }
 
-func (l *lessor) remember(t tenure, id clientv3.LeaseID) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.ids) >= maxCached {
-		clear(l.ids) // a guess like any other: a later call reads the key
-	}
-	l.ids[t] = id
-}
-
-func (l *lessor) forget(held leases.Lease) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.ids, tenure{held.Resource, held.Holder, held.Epoch})
-}
-
-// decodeEpoch is the last epoch an epoch key holds, 0 when absent.
+// decodeEpoch is the last epoch an epoch key holds, 0 when absent or 0.
 func decodeEpoch(v view) (int64, error) {
 	if !v.found() {
 		return 0, nil
 	}
 	epoch, err := strconv.ParseInt(string(v.value), 10, 64)
-	if err != nil || epoch < 1 {
+	if err != nil || epoch < 0 { // 0: written by a release that stopped a late first grant (stopLateGrant)
 		return 0, fmt.Errorf("decode %s: %q is not an epoch", v.key, v.value)
 	}
 	return epoch, nil

@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"time"
+
+	"leases"
 
 	"leases/fence"
 )
@@ -19,3 +22,11 @@ func WithStep(ctx context.Context, hook func(step string)) context.Context {
 
 // TenureFence is the fence table of the store's tenures.
 func (s *Store) TenureFence() *fence.Table { return s.tenures }
+
+// JoinRenewal puts a renewal of held in the store's next batch before it
+// returns, and returns the wait for its answer: a test knows which batch
+// each renewal is in.
+func (s *Store) JoinRenewal(ctx context.Context, held leases.Lease, ttl time.Duration) func() (leases.Lease, error) {
+	answer := s.renewals.Join(renewal{ctx, held, ttl.Milliseconds()})
+	return func() (leases.Lease, error) { a := <-answer; return a.lease, a.err }
+}

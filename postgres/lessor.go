@@ -61,7 +61,8 @@ func (l *lessor) Acquire(ctx context.Context, resource, holder string, ttl time.
 	return rules.Stamp(leases.ServerMillis)(rules.Granted(granted, err, resource, holder, now))
 }
 
-// Renew implements [leases.Lessor.Renew].
+// Renew implements [leases.Lessor.Renew], in the store's next batch of
+// renewals (renewals.go).
 func (l *lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
 	ticks, err := rules.CheckDuration(ttl)
 	if err == nil {
@@ -70,8 +71,17 @@ func (l *lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration
 	if err != nil {
 		return leases.Lease{}, err
 	}
+	renewed, err := l.store.renew(ctx, held, ticks)
+	if err != nil {
+		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, err)
+	}
+	return renewed, nil
+}
+
+// renewAlone decides one renewal in a transaction of its own.
+func (s *Store) renewAlone(ctx context.Context, held leases.Lease, ticks int64) (leases.Lease, error) {
 	var renewed leases.Lease
-	err = l.store.decide(ctx, held.Resource, lockRenew, func(row rules.LeaseRow, found bool, clock int64) (next rules.LeaseRow, err error) {
+	err := s.decide(ctx, held.Resource, lockRenew, func(row rules.LeaseRow, found bool, clock int64) (next rules.LeaseRow, err error) {
 		now := rules.NotBefore(row, found, clock)
 		if err := rules.CheckTTL(now, ticks); err != nil {
 			return rules.LeaseRow{}, err
@@ -79,11 +89,8 @@ func (l *lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration
 		next, renewed, err = rules.Renew(row, found, held, now, ticks)
 		return next, err
 	})
-	if err != nil {
-		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, err)
-	}
 	renewed.Ticks = leases.ServerMillis
-	return renewed, nil
+	return renewed, err
 }
 
 // Release implements [leases.Lessor.Release].

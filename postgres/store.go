@@ -9,6 +9,7 @@ import (
 
 	"leases"
 	"leases/fence"
+	"leases/internal/batch"
 	"leases/internal/rules"
 )
 
@@ -74,6 +75,7 @@ type Store struct {
 	isolation     sql.IsolationLevel
 	retries       int
 	watchInterval time.Duration
+	renewals      *batch.Group[renewal, renewedLease] // the Lessor's renewals, in batches (renewals.go)
 }
 
 // tableNames are a store's tables.
@@ -124,6 +126,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if s.watchInterval == 0 {
 		s.watchInterval = DefaultWatchInterval
 	}
+	s.renewals = newRenewals(s)
 	var err error
 	if s.fenced, err = fence.New(db, fence.Options{Dialect: fence.PostgreSQL, Table: names.fenced}); err != nil {
 		return nil, err

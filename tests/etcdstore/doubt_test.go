@@ -51,6 +51,12 @@ func TestAReleaseAfterAnUnknownAcquireIsFinal(t *testing.T) {
 			}
 			store := etcd.New(c, options(t))
 			lessor := side.lessor(store)
+			// A tenure of the same TTL held throughout: on the Lessor it
+			// keeps the shared etcd lease alive, which a late grant's key
+			// would be attached to.
+			if _, err := lessor.Acquire(ctx, "kept", "A", time.Minute); err != nil {
+				t.Fatal(err)
+			}
 			for _, resource := range []string{"fresh", "used"} {
 				if resource == "used" { // a row that exists: epoch 1 granted and released
 					first, err := lessor.Acquire(ctx, resource, "A", time.Minute)

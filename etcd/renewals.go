@@ -1,0 +1,352 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"leases"
+	"leases/internal/outcome"
+)
+
+// The Lessor's tenures share etcd leases, as etcd's own
+// concurrency.Session does: one etcd lease per (Lessor, TTL in whole
+// seconds), to which every holder key of that TTL granted by this Lessor
+// is attached, renewed by one keep-alive for all of them. Renewing L
+// leases costs one keep-alive per batch, not L.
+//
+// What makes it safe: a holder counts its lease from when it sent its
+// request, and the shared etcd lease lives a whole TTL from when etcd's
+// leader received a keep-alive. So a call (Acquire, Renew) is answered
+// only by a keep-alive, or a grant, sent after the call began: it joins
+// the next batch, never one already in flight (keepAlive), and then the
+// etcd lease outlives what the caller believes. A keep-alive that came
+// later than the call only makes the lease last longer.
+//
+// What sharing changes: a holder key lives as long as its process keeps
+// the shared etcd lease alive, not as long as its own holder renews. So
+// the Lessor deletes the key of a tenure whose own deadline (a TTL from
+// the start of its last answered call) has passed (reap), and a release
+// deletes the tenure's key, in a transaction that compares it is this
+// tenure's, instead of revoking an etcd lease. If that delete fails, the
+// key lives on until the shared lease ends: a resource held longer than
+// needed, never two holders. And a process that is paused longer than a
+// TTL loses all of its tenures of that TTL at once, as a Session's
+// mutexes are all lost with its one lease.
+
+// sharedLease is one etcd lease shared by the tenures of one TTL.
+type sharedLease struct {
+	seconds int64
+	ready   chan struct{} // closed once the grant answered: id, ttl and err are set
+	id      clientv3.LeaseID
+	ttl     int64 // the time-to-live etcd granted, in seconds
+	err     error
+	users   int // tenures and acquires using it; revoked at 0
+}
+
+// held is a tenure granted by this Lessor: its shared lease, and the
+// timer that deletes its key at its own deadline.
+type heldTenure struct {
+	shared   *sharedLease
+	ttl      time.Duration // the grant's
+	deadline time.Time     // a TTL from the start of its last answered call
+	reaper   *time.Timer
+}
+
+// batch is the next keep-alive of one etcd lease and the calls waiting for
+// it.
+type batch struct {
+	waiting []chan keepAliveAnswer
+}
+
+type keepAliveAnswer struct {
+	resp *clientv3.LeaseKeepAliveResponse
+	err  error
+}
+
+// keepAlive sends one keep-alive of id, together with every other call
+// waiting for one of id, and only in a batch taken after the call began:
+// the call waits for the batch in flight, if any, to be answered first.
+func (l *lessor) keepAlive(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
+	return l.await(ctx, l.join(id))
+}
+
+// join puts a call in the next batch of keep-alives of id, and starts
+// sending when none is in flight.
+func (l *lessor) join(id clientv3.LeaseID) <-chan keepAliveAnswer {
+	answer := make(chan keepAliveAnswer, 1)
+	l.mu.Lock()
+	b, sending := l.batches[id]
+	if !sending {
+		b = &batch{}
+		l.batches[id] = b
+	}
+	b.waiting = append(b.waiting, answer)
+	l.mu.Unlock()
+	if !sending {
+		go l.send(id, b)
+	}
+	return answer
+}
+
+// await is the answer of the batch a call joined, or the end of ctx.
+func (l *lessor) await(ctx context.Context, answer <-chan keepAliveAnswer) (*clientv3.LeaseKeepAliveResponse, error) {
+	select {
+	case a := <-answer:
+		return a.resp, a.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// send sends keep-alives of id while calls wait for one, each for the
+// calls that were waiting when it was taken (group commit: the calls
+// that come while one is in flight go in the next).
+func (l *lessor) send(id clientv3.LeaseID, b *batch) {
+	for {
+		l.mu.Lock()
+		waiting := b.waiting
+		b.waiting = nil
+		if len(waiting) == 0 {
+			delete(l.batches, id)
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		ctx, cancel := l.store.bound(context.Background())
+		var a keepAliveAnswer
+		a.err = l.ask(ctx, func() (err error) {
+			a.resp, err = l.keepAliveOnce(ctx, id)
+			return err
+		})
+		cancel()
+		for _, w := range waiting {
+			w <- a
+		}
+	}
+}
+
+// leaseEnded reports an answer of etcd saying that the lease is gone.
+func leaseEnded(resp *clientv3.LeaseKeepAliveResponse, err error) bool {
+	return errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) || err == nil && resp.TTL <= 0
+}
+
+// use returns the shared lease for ttl, granted or kept alive after the
+// call began, with the time-to-live etcd gave it, counted as one more
+// user; the caller gives it back with unuse unless a tenure keeps it.
+func (l *lessor) use(ctx context.Context, ttl time.Duration) (*sharedLease, int64, error) {
+	seconds := int64((ttl + time.Second - 1) / time.Second)
+	for {
+		l.mu.Lock()
+		sl, fresh := l.shared[seconds], false
+		if sl == nil {
+			sl, fresh = &sharedLease{seconds: seconds, ready: make(chan struct{})}, true
+			l.shared[seconds] = sl
+		}
+		sl.users++
+		l.mu.Unlock()
+		if fresh {
+			return sl, sl.ttl, l.grant(ctx, sl)
+		}
+		select {
+		case <-sl.ready:
+		case <-ctx.Done():
+			l.unuse(sl)
+			return nil, 0, context.Cause(ctx)
+		}
+		if sl.err != nil {
+			l.unuse(sl)
+			return nil, 0, sl.err
+		}
+		resp, err := l.keepAlive(ctx, sl.id)
+		switch {
+		case leaseEnded(resp, err):
+			l.ended(sl)
+			l.unuse(sl)
+			continue // grant a new one
+		case err != nil:
+			l.unuse(sl)
+			return nil, 0, err
+		}
+		return sl, resp.TTL, nil
+	}
+}
+
+// grant grants sl's etcd lease; on failure, sl is unused and forgotten.
+func (l *lessor) grant(ctx context.Context, sl *sharedLease) error {
+	var grant *clientv3.LeaseGrantResponse
+	sl.err = l.ask(ctx, func() (err error) {
+		grant, err = l.store.client.Grant(ctx, sl.seconds)
+		return err
+	})
+	if sl.err == nil {
+		sl.id, sl.ttl = grant.ID, grant.TTL
+	}
+	close(sl.ready)
+	if sl.err != nil {
+		l.ended(sl)
+		l.unuse(sl)
+	}
+	return sl.err
+}
+
+// ended forgets sl for new grants: etcd ended it, or it was never granted.
+func (l *lessor) ended(sl *sharedLease) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shared[sl.seconds] == sl {
+		delete(l.shared, sl.seconds)
+	}
+}
+
+// unuse gives back one use of sl, and revokes it once nothing uses it,
+// within a bound of its own: not at its expiry, which would keep its keys
+// that a failed delete left behind.
+func (l *lessor) unuse(sl *sharedLease) {
+	l.mu.Lock()
+	sl.users--
+	last := sl.users == 0
+	if last && l.shared[sl.seconds] == sl {
+		delete(l.shared, sl.seconds)
+	}
+	l.mu.Unlock()
+	if last && sl.err == nil {
+		ctx, cancel := l.store.bound(context.Background())
+		defer cancel()
+		_, _ = l.store.client.Revoke(ctx, sl.id)
+	}
+}
+
+// hold records t as a tenure of this Lessor on sl, whose own deadline is
+// a TTL from began.
+func (l *lessor) hold(t tenure, sl *sharedLease, began time.Time, ttl time.Duration) {
+	h := &heldTenure{shared: sl, ttl: ttl, deadline: began.Add(ttl)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h.reaper = time.AfterFunc(time.Until(h.deadline), func() { l.reap(t, h) })
+	l.tenures[t] = h
+}
+
+// renewed moves t's own deadline to a TTL from began, when t is still
+// h, a tenure of this Lessor; false when it was released or reaped since.
+func (l *lessor) renewed(t tenure, h *heldTenure, began time.Time, ttl time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.tenures[t] != h {
+		return false
+	}
+	h.deadline = began.Add(max(ttl, h.ttl)) // the holder may count either
+	h.reaper.Reset(time.Until(h.deadline))
+	return true
+}
+
+// drop forgets t, when it is still h, and gives back its use of the
+// shared lease; false when it was dropped already.
+func (l *lessor) drop(t tenure, h *heldTenure) bool {
+	l.mu.Lock()
+	if l.tenures[t] != h {
+		l.mu.Unlock()
+		return false
+	}
+	delete(l.tenures, t)
+	h.reaper.Stop()
+	l.mu.Unlock()
+	l.unuse(h.shared)
+	return true
+}
+
+// reap deletes the key of tenure t, whose holder has not renewed it
+// within its TTL: its holder counts it as ended, and the shared lease
+// would keep it. Best effort: a key it fails to delete lives until the
+// shared lease ends.
+//
+// It forgets t before it deletes the key, so that a renewal answered
+// meanwhile is refused (renewed) rather than believed; and it does
+// nothing when a renewal moved the deadline after the timer fired.
+func (l *lessor) reap(t tenure, h *heldTenure) {
+	l.mu.Lock()
+	if l.tenures[t] != h || time.Now().Before(h.deadline) {
+		l.mu.Unlock()
+		return
+	}
+	delete(l.tenures, t)
+	l.mu.Unlock()
+	ctx, cancel := l.store.bound(context.Background())
+	defer cancel()
+	if deleted, err := l.deleteKey(ctx, t, h.shared.id); err == nil && !deleted {
+		_, _ = l.stopLateGrant(ctx, t, h.shared.id)
+	}
+	l.unuse(h.shared)
+}
+
+// deleteKey deletes the holder key of t attached to id, in one
+// transaction that compares it is t's; false when it is not (t ended).
+func (l *lessor) deleteKey(ctx context.Context, t tenure, id clientv3.LeaseID) (bool, error) {
+	record, err := json.Marshal(holdRecord{Holder: t.holder, Epoch: t.epoch, Lease: int64(id)})
+	if err != nil {
+		return false, outcome.BeforeCommit(ctx, err)
+	}
+	key := l.store.key(heldKind, t.resource)
+	var resp *clientv3.TxnResponse
+	err = l.ask(ctx, func() (err error) {
+		resp, err = l.store.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.Value(key), "=", string(record))).
+			Then(clientv3.OpDelete(key)).
+			Commit()
+		return err
+	})
+	if err != nil {
+		return false, outcomeUnknown(ctx, err)
+	}
+	return resp.Succeeded, nil
+}
+
+// errEnded is the refusal of a renewal or release of a tenure that ran
+// out or was released.
+func errEnded(held leases.Lease) error {
+	return fmt.Errorf("%w: epoch %d ran out or was released", leases.ErrLeaseExpired, held.Epoch)
+}
+
+// stopLateGrant settles a release of t whose key was not there: t's grant
+// may still be on its way (a member holds its transaction, and proposes
+// it when it continues), and would then attach t's key to the shared etcd
+// lease, which the process's other tenures keep alive: a resource held by
+// nobody for as long as they live. So it writes the epoch key again as it
+// stands, a new revision that the grant's compare no longer matches; or,
+// when the epoch moved on already (the grant applied, or a later one),
+// deletes t's key if it is there by now. deleted reports that t's key
+// was there and is gone: the release took effect.
+func (l *lessor) stopLateGrant(ctx context.Context, t tenure, id clientv3.LeaseID) (deleted bool, err error) {
+	epochKey := l.store.key(epochsKind, t.resource)
+	for {
+		views, err := l.store.read(ctx, epochKey)
+		if err != nil {
+			return false, outcome.BeforeCommit(ctx, err)
+		}
+		last, err := decodeEpoch(views[0])
+		if err != nil {
+			return false, outcome.BeforeCommit(ctx, err)
+		}
+		if last >= t.epoch { // written since t's grant read it: that grant cannot apply any more
+			return l.deleteKey(ctx, t, id)
+		}
+		value := strconv.FormatInt(last, 10) // "0" where none was granted yet
+		var resp *clientv3.TxnResponse
+		err = l.ask(ctx, func() (err error) {
+			resp, err = l.store.client.Txn(ctx).If(views[0].unchanged()).Then(clientv3.OpPut(epochKey, value)).Commit()
+			return err
+		})
+		if err != nil {
+			return false, outcomeUnknown(ctx, err)
+		}
+		if resp.Succeeded {
+			return false, nil
+		}
+	}
+}

@@ -1,0 +1,81 @@
+// Package batch sends calls that wait at the same time as one request
+// (group commit): a call joins the next batch, which is sent as soon as
+// none is in flight, and only a batch taken after the call joined
+// answers it. A lease's renewal may be answered by a request sent later
+// than the renewal began (the lease then lasts longer), never by one
+// sent earlier (its holder would count on time the store never gave).
+package batch
+
+import (
+	"context"
+	"sync"
+)
+
+// Group batches the calls of one kind. The zero value is not usable: set
+// Send. Safe for concurrent use.
+type Group[Req, Ans any] struct {
+	// Send sends one batch and returns one answer per request, in order.
+	Send func(reqs []Req) []Ans
+
+	mu      sync.Mutex
+	waiting []call[Req, Ans]
+	sending bool
+}
+
+type call[Req, Ans any] struct {
+	req    Req
+	answer chan Ans
+}
+
+// Do joins the next batch with req and returns its answer, or the cause
+// of ctx's end (the batch may have been sent, or not).
+func (g *Group[Req, Ans]) Do(ctx context.Context, req Req) (Ans, error) {
+	answer := g.Join(req)
+	select {
+	case a := <-answer:
+		return a, nil
+	case <-ctx.Done():
+		var none Ans
+		return none, context.Cause(ctx)
+	}
+}
+
+// Join puts req in the next batch, which is sent at once when none is in
+// flight, and returns where its answer comes.
+func (g *Group[Req, Ans]) Join(req Req) <-chan Ans {
+	c := call[Req, Ans]{req: req, answer: make(chan Ans, 1)}
+	g.mu.Lock()
+	g.waiting = append(g.waiting, c)
+	start := !g.sending
+	g.sending = true
+	g.mu.Unlock()
+	if start {
+		go g.send()
+	}
+	return c.answer
+}
+
+// send sends batches while calls wait: each the calls that were waiting
+// when it was taken, so that a call that joins while one is in flight
+// goes in the next.
+func (g *Group[Req, Ans]) send() {
+	for {
+		g.mu.Lock()
+		calls := g.waiting
+		g.waiting = nil
+		if len(calls) == 0 {
+			g.sending = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		reqs := make([]Req, len(calls))
+		for i, c := range calls {
+			reqs[i] = c.req
+		}
+		answers := g.Send(reqs)
+		for i, c := range calls {
+			c.answer <- answers[i]
+		}
+	}
+}
