@@ -105,6 +105,9 @@ type History struct {
 	// LessorRows is, on etcd, every write of the lessor's lease rows in
 	// the cluster's history, in revision order; nil elsewhere.
 	LessorRows []RowWrite
+	// Tools is what the tool servers' databases and files hold after a
+	// run of the tool path; nil elsewhere.
+	Tools *ToolState
 }
 
 // LeaseRow is a resource's lease row as the authority holds it
