@@ -85,7 +85,10 @@ func RunAgent(config string) int {
 		rec: history.NewRecorder(func() (int64, int64) { return time.Now().UnixNano(), clock.Wall{}.Now() },
 			func(r history.Record) { _ = enc.Encode(r) })}
 	a.web = &http.Client{Transport: &pointTransport{a: a, base: &http.Transport{DisableKeepAlives: true}}}
-	store, err := sqlite.Open(ctx, cfg.Lessor)
+	store, err := openLessor(ctx, cfg)
+	if ctx.Err() != nil {
+		return 0 // told to end before it began
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		return 1
@@ -99,6 +102,20 @@ func RunAgent(config string) int {
 		_ = a.cs.Close()
 	}
 	return 0
+}
+
+// openLessor opens the lease file, again after a backoff while it is
+// locked (by an agent stopped in a transaction), until ctx ends.
+func openLessor(ctx context.Context, cfg AgentConfig) (*sqlite.Store, error) {
+	for {
+		store, err := sqlite.Open(ctx, cfg.Lessor)
+		if err == nil || ctx.Err() != nil {
+			return store, err
+		}
+		if (clock.Wall{}).Wait(ctx, clock.Wall{}.Now()+cfg.TTL.Milliseconds()/4) != nil {
+			return nil, err
+		}
+	}
 }
 
 // tenure waits for the lease on resource and does its operations: each

@@ -243,7 +243,7 @@ func (c *controller) faults(ctx context.Context) {
 	var resumes sync.WaitGroup
 	defer resumes.Wait()
 	for {
-		next := time.NewTimer(c.interval(c.cfg.TTL/10, c.cfg.TTL/2))
+		next := time.NewTimer(c.interval(c.cfg.TTL/4, c.cfg.TTL))
 		select {
 		case <-end.C:
 			next.Stop()
@@ -348,12 +348,21 @@ func (c *controller) stop(ctx context.Context) {
 	}
 }
 
+// keepEnv names a directory where the agents' records are kept, one
+// file each, for a failed run to be read.
+const keepEnv = "LEASES_TOOLCHAOS_KEEP"
+
 // history is the agents' records with what the lease file and the tool
 // servers hold.
 func (c *controller) history(ctx context.Context) *history.History {
 	h := &history.History{Epochs: map[string]int64{}, Fences: map[string]int64{}, Counters: map[string]int64{}}
 	tools := map[string]string{} // by operation key
 	for _, p := range c.agents {
+		if dir := os.Getenv(keepEnv); dir != "" {
+			if err := os.WriteFile(filepath.Join(dir, p.holder+".jsonl"), p.out.Bytes(), 0o644); err != nil {
+				c.t.Error(err)
+			}
+		}
 		if err := h.Read(p.holder, &p.out); err != nil {
 			c.t.Fatal(err)
 		}

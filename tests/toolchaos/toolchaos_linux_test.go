@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"leases/tests/history"
 	"leases/testkit/testctx"
+	"leases/tests/history"
 )
 
 // soakEnv turns the short run into a longer one: LEASES_TOOLCHAOS_SOAK=DURATION
@@ -22,8 +22,8 @@ const seedEnv = "LEASES_TOOLCHAOS_SEED"
 // and restarts the servers, and cuts answers; then checks the history
 // (history.VerifyTools).
 func TestToolPathUnderChaos(t *testing.T) {
-	cfg := config{Agents: 4, Resources: []string{"job-a", "job-b"}, TTL: time.Second, OpsPerTenure: 6,
-		Run: 3 * time.Second, Seed: uint64(time.Now().UnixNano()), Late: 0.1, Cut: 0.2}
+	cfg := config{Agents: 5, Resources: []string{"job-a", "job-b", "job-c"}, TTL: time.Second, OpsPerTenure: 8,
+		Run: 4 * time.Second, Seed: uint64(time.Now().UnixNano()), Late: 0.1, Cut: 0.2}
 	if s := os.Getenv(seedEnv); s != "" {
 		seed, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
