@@ -20,6 +20,9 @@ type Op struct {
 	Call   Record
 	Ret    *Record
 	Commit *Record
+	// Sent is, for a tool call, when its request left the agent (after
+	// the session's check, and any stop there).
+	Sent   *Record
 	Killed *Record
 }
 
@@ -173,6 +176,12 @@ func (h *History) Add(worker string, rec Record) error {
 			return fmt.Errorf("worker %s: a commit of call %d, which is not open", worker, rec.ID)
 		}
 		op.Commit = &rec
+	case "sent":
+		op := open[rec.ID]
+		if op == nil {
+			return fmt.Errorf("worker %s: call %d sent, and it is not open", worker, rec.ID)
+		}
+		op.Sent = &rec
 	case "killed":
 		for id, op := range open {
 			op.Killed = &rec

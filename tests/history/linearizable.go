@@ -77,6 +77,9 @@ func (h *History) porcupineOp(op *Op, rows map[string]Row) (porcupine.Operation,
 			out.Fence, out.ValueEpoch, out.Value = s.Epoch, s.ValueEpoch, s.Value
 		}
 	}
+	if op.Call.Op == "tool" && op.Sent != nil {
+		call = op.Sent.T // the server cannot have seen it before
+	}
 	if op.Call.Op == "tool" && op.Ret != nil {
 		out.Fence = op.Ret.Newest
 		if op.Ret.Outcome == leases.InProgress {

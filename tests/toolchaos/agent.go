@@ -53,13 +53,14 @@ const PointSend = "send"
 const retries = 6
 
 type agent struct {
-	cfg     AgentConfig
-	rng     *rand.Rand
-	rec     *history.Recorder
-	answers <-chan string
-	web     *http.Client // no keep-alive: one connection per call, for the proxy to cut
-	cs      *mcp.ClientSession
-	current history.Record // the call being made: the agent makes one at a time
+	cfg       AgentConfig
+	rng       *rand.Rand
+	rec       *history.Recorder
+	answers   <-chan string
+	web       *http.Client // no keep-alive: one connection per call, for the proxy to cut
+	cs        *mcp.ClientSession
+	current   history.Record // the call being made: the agent makes one at a time
+	currentID int64
 }
 
 // RunAgent is the agent role: it reads its AgentConfig from the JSON
@@ -149,7 +150,7 @@ func (a *agent) operate(ctx context.Context, s *session.Session, server, tool, k
 		call := history.Record{Op: "tool", Resource: s.Lease().Resource, Holder: a.cfg.Holder, Epoch: s.Epoch(),
 			OpID: key, Value: server, Tool: tool}
 		id := a.rec.Call(call)
-		a.current = call
+		a.current, a.currentID = call, id
 		var ret history.Record
 		if server == ServerMCP {
 			ret = a.callMCP(ctx, s, tool, key)
@@ -291,5 +292,6 @@ func (p *pointTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if _, ok := <-p.a.answers; !ok {
 		return nil, errors.New("the controller is gone")
 	}
+	p.a.rec.Emit(history.Record{Kind: "sent", ID: p.a.currentID})
 	return p.base.RoundTrip(req)
 }
