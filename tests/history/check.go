@@ -82,9 +82,12 @@ type Verdict struct {
 }
 
 // Verify runs every check on h, and porcupine.
-func Verify(h *History, opts Options) Verdict {
+func Verify(h *History, opts Options) Verdict { return verify(h, Checks(opts.DoneTolerance), opts) }
+
+// verify runs checks over h, and porcupine.
+func verify(h *History, checks []Check, opts Options) Verdict {
 	var v Verdict
-	for _, check := range Checks(opts.DoneTolerance) {
+	for _, check := range checks {
 		v.Checks++
 		if bad := check.Run(h); len(bad) > 0 {
 			v.Violations = append(v.Violations, Violation{check.Name, bad})

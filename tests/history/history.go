@@ -20,6 +20,9 @@ type Op struct {
 	Call   Record
 	Ret    *Record
 	Commit *Record
+	// Sent is, for a tool call, when its request left the agent (after
+	// the session's check, and any stop there).
+	Sent   *Record
 	Killed *Record
 }
 
@@ -105,6 +108,9 @@ type History struct {
 	// LessorRows is, on etcd, every write of the lessor's lease rows in
 	// the cluster's history, in revision order; nil elsewhere.
 	LessorRows []RowWrite
+	// Tools is what the tool servers' databases and files hold after a
+	// run of the tool path; nil elsewhere.
+	Tools *ToolState
 }
 
 // LeaseRow is a resource's lease row as the authority holds it
@@ -170,6 +176,12 @@ func (h *History) Add(worker string, rec Record) error {
 			return fmt.Errorf("worker %s: a commit of call %d, which is not open", worker, rec.ID)
 		}
 		op.Commit = &rec
+	case "sent":
+		op := open[rec.ID]
+		if op == nil {
+			return fmt.Errorf("worker %s: call %d sent, and it is not open", worker, rec.ID)
+		}
+		op.Sent = &rec
 	case "killed":
 		for id, op := range open {
 			op.Killed = &rec

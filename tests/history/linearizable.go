@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"leases"
 )
 
 // Linearizable checks the history of the authority's calls, the fenced
@@ -75,6 +77,17 @@ func (h *History) porcupineOp(op *Op, rows map[string]Row) (porcupine.Operation,
 			out.Fence, out.ValueEpoch, out.Value = s.Epoch, s.ValueEpoch, s.Value
 		}
 	}
+	if op.Call.Op == "tool" && op.Sent != nil {
+		call = op.Sent.T // the server cannot have seen it before
+	}
+	if op.Call.Op == "tool" && op.Ret != nil {
+		out.Fence = op.Ret.Newest
+		if op.Ret.Outcome == leases.InProgress {
+			// Answered before the epoch's check when the first call still
+			// runs: it may or may not have admitted the epoch.
+			out.Result = ResultUnknown
+		}
+	}
 	switch out.Result {
 	case ResultUnknown:
 		ret = math.MaxInt64
@@ -89,7 +102,7 @@ func (h *History) porcupineOp(op *Op, rows map[string]Row) (porcupine.Operation,
 		return porcupine.Operation{}, false // nothing changed
 	}
 	switch op.Call.Op {
-	case "acquire", "renew", "release", "tenure", "write", "fence":
+	case "acquire", "renew", "release", "tenure", "write", "fence", "tool":
 	case "holder", "count", "read":
 		if op.Ret == nil || out.Result == ResultUnknown {
 			return porcupine.Operation{}, false // a read with no answer says nothing

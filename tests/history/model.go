@@ -37,6 +37,9 @@ type modelState struct {
 	Seq        int64
 	ValueEpoch int64
 	Value      string
+	// Tools are the newest epochs the tool servers admitted ("http",
+	// "mcp": toolServer's index).
+	Tools [2]int64
 }
 
 // Input is an operation of the history as the model takes it.
@@ -136,6 +139,8 @@ func (s modelState) step(in Input) (modelState, Output) {
 			GrantedAt: s.GrantedAt, ExpiresAt: s.ExpiresAt, LastTick: s.LastTick, ValueEpoch: s.ValueEpoch, Value: s.Value}
 	case "write", "fence", "read":
 		return s.receive(in)
+	case "tool":
+		return s.tool(in)
 	case "tx":
 		if in.Epoch < s.Fence {
 			return s, Output{Result: ResultSuperseded}
@@ -182,6 +187,30 @@ func (s modelState) receive(in Input) (modelState, Output) {
 }
 
 // stored is an answer that shows the receiver's record.
+// tool is a call of a tool server: refused stale below the newest epoch
+// it admitted (which the refusal names), admitted otherwise, whatever
+// the record then answered (done now, a replay, in progress).
+func (s modelState) tool(in Input) (modelState, Output) {
+	i := toolServer(in.Value)
+	switch {
+	case in.Epoch > s.Epoch:
+		return s, Output{Result: "never-granted"}
+	case in.Epoch < s.Tools[i]:
+		return s, Output{Result: ResultOK, Outcome: leases.Stale, Fence: s.Tools[i]}
+	}
+	s.Tools[i] = in.Epoch
+	return s, Output{Result: ResultOK, Outcome: leases.Accepted}
+}
+
+// toolServer is the index in modelState.Tools of the server a tool call
+// went to.
+func toolServer(name string) int {
+	if name == "mcp" {
+		return 1
+	}
+	return 0
+}
+
 func (s modelState) stored(result string, outcome leases.Outcome) Output {
 	return Output{Result: result, Outcome: outcome, Found: s.Fence > 0, Fence: s.Fence, ValueEpoch: s.ValueEpoch, Value: s.Value}
 }
@@ -210,6 +239,9 @@ func matches(in Input, want, got Output) bool {
 		return want.Outcome == got.Outcome && record
 	case in.Op == "read":
 		return want.Found == got.Found && (!got.Found || record)
+	case in.Op == "tool":
+		stale := got.Outcome == leases.Stale
+		return (want.Outcome == leases.Stale) == stale && (!stale || got.Fence == 0 || got.Fence == want.Fence)
 	case got.Result == ResultHeld && got.Epoch == 0:
 		return true // the answer does not carry the live lease
 	case got.Result == ResultHeld, got.Result == ResultOK && in.Op != "release" && in.Op != "tenure" && in.Op != "tx":
@@ -276,6 +308,8 @@ var Model = porcupine.NondeterministicModel{
 			return fmt.Sprintf("%s write epoch %d %q -> %s %d/%d %q", in.Holder, in.Epoch, in.Value, out.Outcome, out.Fence, out.ValueEpoch, out.Value)
 		case "fence":
 			return fmt.Sprintf("%s fence epoch %d -> %s %d/%d %q", in.Holder, in.Epoch, out.Outcome, out.Fence, out.ValueEpoch, out.Value)
+		case "tool":
+			return fmt.Sprintf("%s %s call epoch %d -> %s (newest %d)", in.Holder, in.Value, in.Epoch, out.Outcome, out.Fence)
 		case "read":
 			return fmt.Sprintf("%s read -> found %v %d/%d %q", in.Holder, out.Found, out.Fence, out.ValueEpoch, out.Value)
 		case "final":
@@ -286,7 +320,7 @@ var Model = porcupine.NondeterministicModel{
 	},
 	DescribeState: func(state any) string {
 		s := state.(modelState)
-		return fmt.Sprintf("epoch %d %q held=%v %d..%d last %d vague=%v | fence %d seq %d value %d %q",
-			s.Epoch, s.Holder, s.Held, s.GrantedAt, s.ExpiresAt, s.LastTick, s.Vague, s.Fence, s.Seq, s.ValueEpoch, s.Value)
+		return fmt.Sprintf("epoch %d %q held=%v %d..%d last %d vague=%v | fence %d seq %d value %d %q | tools %v",
+			s.Epoch, s.Holder, s.Held, s.GrantedAt, s.ExpiresAt, s.LastTick, s.Vague, s.Fence, s.Seq, s.ValueEpoch, s.Value, s.Tools)
 	},
 }

@@ -110,6 +110,14 @@ type Record struct {
 	// For "at" "sending" and "committing" on PostgreSQL: the pid of the
 	// server's backend that runs the COMMIT.
 	Pid int `json:"pid,omitempty"`
+
+	// For a "tool" call (Value names the server it went to, "http" or
+	// "mcp"; OpID is its operation key): the tool, and on its return the
+	// answer's body and, on a stale refusal, the newest epoch the server
+	// said it had admitted.
+	Tool   string `json:"tool,omitempty"`
+	Body   string `json:"body,omitempty"`
+	Newest int64  `json:"newest,omitempty"`
 }
 
 // The results an operation's "ret" can carry.
