@@ -47,8 +47,9 @@ const (
 func (s *Store) Lessor() leases.Lessor { return &lessor{store: s, ids: map[tenure]clientv3.LeaseID{}} }
 
 type lessor struct {
-	store *Store
-	mu    sync.Mutex
+	store  *Store
+	places places // this process's places in lines (line.go)
+	mu     sync.Mutex
 	// ids are the etcd leases of the tenures this process was granted,
 	// so that a renewal or a release need not read the holder key first.
 	ids map[tenure]clientv3.LeaseID
@@ -141,10 +142,10 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		var resp *clientv3.TxnResponse
 		err = l.ask(ctx, func() (err error) {
 			resp, err = s.client.Txn(ctx).
-				If(clientv3.Compare(clientv3.CreateRevision(heldKey), "=", 0), epochs.unchanged()).
+				If(clientv3.Compare(clientv3.CreateRevision(heldKey), "=", 0), epochs.unchanged(), l.firstInLine(resource, holder)).
 				Then(clientv3.OpPut(heldKey, string(record), clientv3.WithLease(grant.ID)),
-					clientv3.OpPut(epochKey, strconv.FormatInt(last+1, 10))).
-				Else(clientv3.OpGet(heldKey), clientv3.OpGet(epochKey)).
+					clientv3.OpPut(epochKey, strconv.FormatInt(last+1, 10)), l.leaveLine(resource, holder)).
+				Else(append([]clientv3.Op{clientv3.OpGet(heldKey), clientv3.OpGet(epochKey)}, l.lineReads(resource, holder)...)...).
 				Commit()
 			return err
 		})
@@ -162,23 +163,31 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		}
 		if resp.Succeeded {
 			granted = true
+			l.places.forget(resource, holder)
 			s.cache.remember(view{key: epochKey, value: []byte(strconv.FormatInt(last+1, 10)), rev: resp.Header.Revision})
 			l.remember(tenure{resource, holder, last + 1}, grant.ID)
 			return lease, nil
 		}
-		views, err := viewsOf([]string{heldKey, epochKey}, resp.Responses)
+		if len(resp.Responses) != 4 {
+			return leases.Lease{}, outcome.BeforeCommit(ctx, fmt.Errorf("read 4 keys, got %d responses", len(resp.Responses)))
+		}
+		views, err := viewsOf([]string{heldKey, epochKey}, resp.Responses[:2])
 		if err != nil {
 			return leases.Lease{}, outcome.BeforeCommit(ctx, err)
 		}
 		s.cache.remember(views[1])
 		epochs = views[1]
 		if views[0].found() {
+			l.mine(resource, holder, resp.Responses[2:])
 			if err := l.held(ctx, resource, views[0]); !errors.Is(err, errRanOut) {
-				return leases.Lease{}, err
+				return leases.Lease{}, l.joinLine(ctx, resource, holder, ttl, err)
 			}
+		} else if again, err := l.behind(ctx, resource, holder, ttl, resp.Responses[2:]); !again {
+			return leases.Lease{}, err
 		}
 		// The epoch moved on (another grant came first and has ended
-		// since), or the holder's lease ran out just now: decide again.
+		// since), the holder's lease ran out just now, or the line taught
+		// this holder its rank: decide again.
 	}
 }
 
@@ -299,9 +308,10 @@ func (l *lessor) Lease(ctx context.Context, resource string) (leases.Lease, bool
 }
 
 // Changed implements [leases.Lessor.Changed] with an etcd watch on the holder
-// key: a grant, a release, or etcd ending the lease closes the channel.
+// key: a grant, a release, or etcd ending the lease closes the channel;
+// and on the resource's line, whose places' deletions close it too.
 func (l *lessor) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
-	return l.store.watch(ctx, resource, l.store.key(heldKind, resource))
+	return l.store.watch(ctx, resource, l.store.key(heldKind, resource), l.store.linePrefix(resource))
 }
 
 // leaseOf is the etcd lease of held: remembered from its grant in this
