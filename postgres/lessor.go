@@ -50,12 +50,12 @@ func (l *lessor) Acquire(ctx context.Context, resource, holder string, ttl time.
 	var now int64
 	var queued error
 	err = l.store.decideIn(ctx, resource, lockGrant, func(tx *sql.Tx, row rules.LeaseRow, found bool, clock int64) (next rules.LeaseRow, write bool, err error) {
-		now = rules.NotBefore(row, found, clock)
+		queued, now = nil, rules.NotBefore(row, found, clock) // each try decides afresh
 		if err := rules.CheckTTL(now, ticks); err != nil {
 			return rules.LeaseRow{}, false, err
 		}
 		next, granted, err = rules.Acquire(row, found, resource, holder, now, ticks)
-		queued, err = rules.InLine(ctx, &lineTx{s: l.store, tx: tx}, resource, holder, now, ticks, err)
+		queued, err = rules.InLine(ctx, &lineTx{s: l.store, tx: tx, holder: holder}, resource, holder, now, ticks, err)
 		return next, queued == nil, err
 	})
 	if queued != nil && (err == nil || errors.Is(err, leases.ErrOutcomeUnknown)) {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"leases/internal/rules"
@@ -28,14 +27,19 @@ const (
 	seq      bigint GENERATED ALWAYS AS IDENTITY,
 	PRIMARY KEY (resource, holder)
 )`
-	// readLineTemplate removes the places whose time has passed at tick
-	// $2 and reads the rest, in one statement (the read sees the rows as
-	// they were before the removal, hence its own condition).
-	readLineTemplate = `WITH ended AS (DELETE FROM "{line}" WHERE resource = $1 AND until <= $2)
+	// readLineTemplate reads the places still running at tick $2, in
+	// arrival order, and in the same statement removes those whose time
+	// has passed and, when no running place came before it, the place of
+	// $3, the acquiring holder, which the grant then takes (rules.Ahead
+	// decides the same on the rows read): a grant to the first in line
+	// costs no statement of its own to leave the line. The read sees the
+	// rows as they were before the removals, hence its own condition.
+	readLineTemplate = `WITH ended AS (DELETE FROM "{line}" WHERE resource = $1 AND until <= $2),
+	granted AS (DELETE FROM "{line}" AS mine WHERE resource = $1 AND holder = $3 AND until > $2 AND NOT EXISTS (
+		SELECT 1 FROM "{line}" AS ahead WHERE ahead.resource = $1 AND ahead.until > $2 AND ahead.seq < mine.seq))
 	SELECT holder, until FROM "{line}" WHERE resource = $1 AND until > $2 ORDER BY seq`
 	joinLineTemplate = `INSERT INTO "{line}" (resource, holder, until) VALUES ($1, $2, $3)
 	ON CONFLICT (resource, holder) DO UPDATE SET until = greatest("{line}".until, excluded.until)`
-	leaveLineTemplate = `DELETE FROM "{line}" WHERE resource = $1 AND holder = $2`
 	readPlaceTemplate = `SELECT until FROM "{line}" WHERE resource = $1 AND holder = $2`
 	// notifyTemplate tells the store's listeners (see listener) that a
 	// resource's lease changed, when the transaction commits.
@@ -44,33 +48,30 @@ const (
 
 // lineStatements are a store's statements on its lines.
 type lineStatements struct {
-	schema, read, join, leave, place string
+	schema, read, join, place string
 }
 
 func newLineStatements(table string) lineStatements {
 	names := strings.NewReplacer("{line}", table)
 	return lineStatements{schema: names.Replace(lineSchemaTemplate), read: names.Replace(readLineTemplate),
 		join:  names.Replace(joinLineTemplate),
-		leave: names.Replace(leaveLineTemplate), place: names.Replace(readPlaceTemplate)}
+		place: names.Replace(readPlaceTemplate)}
 }
 
-// lineTx is a resource's line in one transaction (rules.LineTx). read
-// is the line as Line read it, if it did: a holder with no place there
-// has none to leave.
+// lineTx is a resource's line in one transaction (rules.LineTx), for
+// the acquire of holder.
 type lineTx struct {
-	s    *Store
-	tx   *sql.Tx
-	read []rules.Waiter
+	s      *Store
+	tx     *sql.Tx
+	holder string
 }
 
 func (l *lineTx) Line(ctx context.Context, resource string, now int64) ([]rules.Waiter, error) {
-	rows, err := l.tx.QueryContext(ctx, l.s.lines.read, resource, now)
+	rows, err := l.tx.QueryContext(ctx, l.s.lines.read, resource, now, l.holder)
 	if err != nil {
 		return nil, fmt.Errorf("read the line: %w", err)
 	}
-	line, err := rules.ScanLine(rows)
-	l.read = line
-	return line, err
+	return rules.ScanLine(rows)
 }
 
 func (l *lineTx) Place(ctx context.Context, resource, holder string) (int64, error) {
@@ -89,15 +90,8 @@ func (l *lineTx) Join(ctx context.Context, resource, holder string, until int64)
 	return nil
 }
 
-func (l *lineTx) Leave(ctx context.Context, resource, holder string) error {
-	if !slices.ContainsFunc(l.read, func(w rules.Waiter) bool { return w.Holder == holder }) {
-		return nil
-	}
-	if _, err := l.tx.ExecContext(ctx, l.s.lines.leave, resource, holder); err != nil {
-		return fmt.Errorf("leave the line: %w", err)
-	}
-	return nil
-}
+// Leave is done: Line removed holder's place when it was first.
+func (l *lineTx) Leave(context.Context, string, string) error { return nil }
 
 // notify tells the store's listeners, once tx commits, that resource's
 // lease was released. A grant does not notify: a waiter needs no news of

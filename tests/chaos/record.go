@@ -95,9 +95,13 @@ type Record struct {
 
 // The results an operation's "ret" can carry.
 const (
-	resultOK         = "ok"
-	resultNone       = "none" // a holder query that found no live lease
-	resultHeld       = "held"
+	resultOK   = "ok"
+	resultNone = "none" // a holder query that found no live lease
+	resultHeld = "held"
+	// resultQueued is a Lessor's refusal of a free lease kept for a
+	// waiter ahead in its line (leases.HeldError.Queued): it changes no
+	// lease, and the history leaves it out of the model's check.
+	resultQueued     = "queued"
 	resultBackwards  = "backwards"
 	resultNotHolder  = "not-holder"
 	resultExpired    = "expired"
@@ -121,6 +125,7 @@ var errStop = errors.New("stopped by the controller")
 // leases.ErrStale matches leases.ErrNotHolder, and an ended session
 // matches the context errors and carries the reason it ended.
 func resultOf(err error) string {
+	var held *leases.HeldError
 	switch {
 	case err == nil:
 		return resultOK
@@ -137,6 +142,8 @@ func resultOf(err error) string {
 		// Before the refusals: a transaction cut off by the session's end
 		// carries why the session ended, a refused renewal perhaps.
 		return resultEnded
+	case errors.As(err, &held) && held.Queued:
+		return resultQueued
 	case errors.Is(err, leases.ErrLeaseHeld):
 		return resultHeld
 	case errors.Is(err, leases.ErrTickBackwards):
