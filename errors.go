@@ -132,17 +132,31 @@ func IsRefusal(err error) bool {
 }
 
 // HeldError is the refusal of an acquire while another lease is live
-// (errors.Is(err, ErrLeaseHeld)); errors.As gives it, with the live lease.
+// (errors.Is(err, ErrLeaseHeld)), or, from a Lessor, while another waiter
+// is ahead in the resource's line; errors.As gives it, with the live
+// lease or the place ahead.
 type HeldError struct {
-	// Live is the lease that is live.
+	// Live is the lease that is live. When Queued, no lease is live and
+	// Live is the place of the waiter ahead in line: its Holder, and the
+	// tick until which the line keeps its place (ExpiresAt); its Epoch is
+	// 0.
 	Live Lease
-	// At is the tick the acquire was decided at: the lease is live for
-	// another Live.ExpiresAt-At ticks.
+	// At is the tick the acquire was decided at: the lease, or the place
+	// ahead, lasts another Live.ExpiresAt-At ticks at most.
 	At int64
+	// Queued reports a free lease kept for the waiter ahead in line: a
+	// Lessor grants a resource to its waiters in the order they were
+	// first refused (see Lessor).
+	Queued bool
 }
 
-// Error names the holder and the tick at which its lease expires.
+// Error names the holder and the tick at which its lease expires, or the
+// waiter ahead and the tick until which its place is kept.
 func (e *HeldError) Error() string {
+	if e.Queued {
+		return fmt.Sprintf("%v: resource %q is free, kept for %q, ahead in line, until tick %d at most",
+			ErrLeaseHeld, e.Live.Resource, e.Live.Holder, e.Live.ExpiresAt)
+	}
 	return fmt.Sprintf("%v: resource %q is held by %q until tick %d", ErrLeaseHeld, e.Live.Resource, e.Live.Holder, e.Live.ExpiresAt)
 }
 

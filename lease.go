@@ -132,10 +132,23 @@ type Authority interface {
 //
 // The outcomes and errors are an Authority's: one transaction per call, a
 // refusal, a failure before commit, or an unknown outcome.
+//
+// Every backend's Store.Lessor() grants a resource to its waiters in
+// the order they were first refused: a refused Acquire puts its holder in
+// the resource's line, and a free lease goes to the first in line that is
+// still there, the others being refused (a *HeldError whose Queued is
+// set) until it is granted. A waiter keeps its place until the lease that
+// refused it could have run out, plus its own ttl: long enough to come
+// back for it (session.Wait does, at once when Changed tells of a
+// release), and no longer, so that a waiter that went away (a try-once
+// session.Start, a process that died) holds the next grant back by that
+// much at most. A holder that releases and acquires again goes to the
+// back of the line. A lessor of package leases/clock has no line.
 type Lessor interface {
 	// Acquire grants holder a lease on resource for ttl, with the
 	// resource's next epoch, or is refused with ErrLeaseHeld (a
-	// *HeldError) while a lease is live.
+	// *HeldError) while a lease is live or another waiter is ahead in
+	// line.
 	Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error)
 	// Renew extends held, which must be the resource's current and live
 	// lease, to ttl from now, never earlier than it expired before.

@@ -82,7 +82,7 @@ func (a *authority) Lease(ctx context.Context, resource string, now int64) (leas
 // row: any process's grant, renewal or release committed after the call
 // closes the channel.
 func (a *authority) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
-	return a.store.watch(ctx, resource, a.store.key(authorityKind, resource))
+	return a.store.watch(ctx, resource, a.store.key(authorityKind, resource), "")
 }
 
 // decideRow makes one decision on resource's lease row, in one

@@ -53,8 +53,9 @@ func (s *Store) Lessor() leases.Lessor {
 }
 
 type lessor struct {
-	store *Store
-	mu    sync.Mutex
+	store  *Store
+	places places // this process's places in lines (line.go)
+	mu     sync.Mutex
 	// shared are the etcd leases that new grants attach their keys to,
 	// by TTL in seconds (renewals.go).
 	shared map[int64]*sharedLease
@@ -147,7 +148,7 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		if err != nil {
 			return leases.Lease{}, err
 		}
-		resp, err := l.grantTxn(ctx, shared, heldKey, record, epochKey, last, epochs)
+		resp, err := l.grantTxn(ctx, shared, resource, holder, record, last, epochs)
 		now := time.Now().UnixMilli()
 		lease := leases.Lease{Resource: resource, Holder: holder, Epoch: last + 1, GrantedAt: now, ExpiresAt: now + seconds*1000, Ticks: leases.LocalMillis}
 		if errors.Is(err, errSharedEnded) {
@@ -164,30 +165,34 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		}
 		if resp.Succeeded {
 			granted = true
+			l.places.forget(resource, holder)
 			s.cache.remember(view{key: epochKey, value: []byte(strconv.FormatInt(last+1, 10)), rev: resp.Header.Revision})
 			l.hold(tenure{resource, holder, last + 1}, shared, began, ttl)
 			return lease, nil
 		}
-		if epochs, err = l.refused(ctx, resource, heldKey, epochKey, resp); err != nil {
+		if epochs, err = l.refused(ctx, resource, holder, ttl, heldKey, epochKey, resp); err != nil {
 			return leases.Lease{}, err
 		}
 		// The epoch moved on (another grant came first and has ended
-		// since), or the holder's lease ran out just now: decide again.
+		// since), the holder's lease ran out just now, or the line taught
+		// this holder its rank: decide again.
 	}
 }
 
 // grantTxn sends a grant's transaction: the holder key, attached to the
 // shared etcd lease, only while there is none, and the next epoch, only
-// while the epoch key is as it was read.
-func (l *lessor) grantTxn(ctx context.Context, shared *sharedLease, heldKey string, record []byte,
-	epochKey string, last int64, epochs view) (*clientv3.TxnResponse, error) {
+// while the epoch key is as it was read and holder is first in the
+// resource's line (line.go), whose place it leaves.
+func (l *lessor) grantTxn(ctx context.Context, shared *sharedLease, resource, holder string, record []byte,
+	last int64, epochs view) (*clientv3.TxnResponse, error) {
+	heldKey, epochKey := l.store.key(heldKind, resource), l.store.key(epochsKind, resource)
 	var resp *clientv3.TxnResponse
 	err := l.ask(ctx, func() (err error) {
 		resp, err = l.store.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(heldKey), "=", 0), epochs.unchanged()).
+			If(clientv3.Compare(clientv3.CreateRevision(heldKey), "=", 0), epochs.unchanged(), l.firstInLine(resource, holder)).
 			Then(clientv3.OpPut(heldKey, string(record), clientv3.WithLease(shared.id)),
-				clientv3.OpPut(epochKey, strconv.FormatInt(last+1, 10))).
-			Else(clientv3.OpGet(heldKey), clientv3.OpGet(epochKey)).
+				clientv3.OpPut(epochKey, strconv.FormatInt(last+1, 10)), l.leaveLine(resource, holder)).
+			Else(append([]clientv3.Op{clientv3.OpGet(heldKey), clientv3.OpGet(epochKey)}, l.lineReads(resource, holder)...)...).
 			Commit()
 		return err
 	})
@@ -202,19 +207,26 @@ func (l *lessor) grantTxn(ctx context.Context, shared *sharedLease, heldKey stri
 // the shared etcd lease had ended: nothing was written.
 var errSharedEnded = errors.New("the shared etcd lease ended")
 
-// refused reads resp, the answer of a put that did not succeed: the
-// refusal of a holder still live, or the epoch key as it is now, for
-// acquire to decide again on.
-func (l *lessor) refused(ctx context.Context, resource, heldKey, epochKey string, resp *clientv3.TxnResponse) (view, error) {
-	views, err := viewsOf([]string{heldKey, epochKey}, resp.Responses)
+// refused reads resp, the answer of a grant that did not succeed: the
+// refusal of a holder still live (holder then takes its place in the
+// line), of a waiter ahead in the line, or the epoch key as it is now,
+// for acquire to decide again on.
+func (l *lessor) refused(ctx context.Context, resource, holder string, ttl time.Duration, heldKey, epochKey string, resp *clientv3.TxnResponse) (view, error) {
+	if len(resp.Responses) != 4 {
+		return view{}, outcome.BeforeCommit(ctx, fmt.Errorf("read 4 keys, got %d responses", len(resp.Responses)))
+	}
+	views, err := viewsOf([]string{heldKey, epochKey}, resp.Responses[:2])
 	if err != nil {
 		return view{}, outcome.BeforeCommit(ctx, err)
 	}
 	l.store.cache.remember(views[1])
 	if views[0].found() {
+		l.mine(resource, holder, resp.Responses[2:])
 		if err := l.held(ctx, resource, views[0]); !errors.Is(err, errRanOut) {
-			return view{}, err
+			return view{}, l.joinLine(ctx, resource, holder, ttl, err)
 		}
+	} else if again, err := l.behind(ctx, resource, holder, ttl, resp.Responses[2:]); !again {
+		return view{}, err
 	}
 	return views[1], nil
 }
@@ -343,9 +355,10 @@ func (l *lessor) Lease(ctx context.Context, resource string) (leases.Lease, bool
 }
 
 // Changed implements [leases.Lessor.Changed] with an etcd watch on the holder
-// key: a grant, a release, or etcd ending the lease closes the channel.
+// key: a grant, a release, or etcd ending the lease closes the channel;
+// and on the resource's line, whose places' deletions close it too.
 func (l *lessor) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
-	return l.store.watch(ctx, resource, l.store.key(heldKind, resource))
+	return l.store.watch(ctx, resource, l.store.key(heldKind, resource), l.store.linePrefix(resource))
 }
 
 // leaseOf is the etcd lease of held: of its tenure in this Lessor, or

@@ -17,8 +17,10 @@ import (
 // looks again. resource names the key in errors. The watch requires a
 // leader: a member that loses its leader ends it, which closes the
 // channel too, so that the waiter looks again (through another member)
-// rather than wait on one that hears of no change.
-func (s *Store) watch(ctx context.Context, resource, key string) (<-chan struct{}, error) {
+// rather than wait on one that hears of no change. A line's prefix, when
+// not empty, is watched too, for deletions only: a place that ended (its
+// waiter went away) or was granted lets the next waiter try.
+func (s *Store) watch(ctx context.Context, resource, key, line string) (<-chan struct{}, error) {
 	if err := rules.CheckName("resource", resource); err != nil {
 		return nil, err
 	}
@@ -35,12 +37,22 @@ func (s *Store) watch(ctx context.Context, resource, key string) (<-chan struct{
 	}
 	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	events := s.client.Watch(ctx, key, clientv3.WithRev(resp.Header.Revision+1))
+	var deletes clientv3.WatchChan // nil: never ready
+	if line != "" {
+		deletes = s.client.Watch(ctx, line, clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithRev(resp.Header.Revision+1))
+	}
 	changed := make(chan struct{})
 	go func() {
 		defer close(changed)
 		defer cancel()
-		for resp := range events {
-			if wakes(resp) {
+		for {
+			var resp clientv3.WatchResponse
+			var ok bool
+			select {
+			case resp, ok = <-events:
+			case resp, ok = <-deletes:
+			}
+			if !ok || wakes(resp) {
 				return
 			}
 		}

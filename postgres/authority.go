@@ -94,6 +94,17 @@ func (a *Authority) Changed(ctx context.Context, resource string) (<-chan struct
 // transaction, when the first try committed nothing (see inTx).
 func (s *Store) decide(ctx context.Context, resource, mode string,
 	decide func(row rules.LeaseRow, found bool, clock int64) (rules.LeaseRow, error)) error {
+	return s.decideIn(ctx, resource, mode, func(_ *sql.Tx, row rules.LeaseRow, found bool, clock int64) (rules.LeaseRow, bool, error) {
+		next, err := decide(row, found, clock)
+		return next, true, err
+	})
+}
+
+// decideIn is decide with the transaction at hand: decide may write more
+// in tx, and, saying write false, commit that without writing the lease
+// row (the Lessor's place in line, see line.go).
+func (s *Store) decideIn(ctx context.Context, resource, mode string,
+	decide func(tx *sql.Tx, row rules.LeaseRow, found bool, clock int64) (next rules.LeaseRow, write bool, err error)) error {
 	return s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		row, found, clock, err := s.lockLease(ctx, tx, resource, mode)
 		if err == nil && !found && mode == lockRenew {
@@ -102,9 +113,9 @@ func (s *Store) decide(ctx context.Context, resource, mode string,
 		if err != nil {
 			return false, err
 		}
-		next, err := decide(row, found, clock)
-		if err != nil {
-			return false, err
+		next, write, err := decide(tx, row, found, clock)
+		if err != nil || !write {
+			return err == nil, err
 		}
 		step(ctx, "write")
 		return true, s.putLease(ctx, tx, resource, next, found)

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -46,14 +48,21 @@ func (l *lessor) Acquire(ctx context.Context, resource, holder string, ttl time.
 	}
 	var granted leases.Lease
 	var now int64
-	err = l.store.decide(ctx, resource, lockGrant, func(row rules.LeaseRow, found bool, clock int64) (next rules.LeaseRow, err error) {
-		now = rules.NotBefore(row, found, clock)
+	var queued error
+	err = l.store.decideIn(ctx, resource, lockGrant, func(tx *sql.Tx, row rules.LeaseRow, found bool, clock int64) (next rules.LeaseRow, write bool, err error) {
+		queued, now = nil, rules.NotBefore(row, found, clock) // each try decides afresh
 		if err := rules.CheckTTL(now, ticks); err != nil {
-			return rules.LeaseRow{}, err
+			return rules.LeaseRow{}, false, err
 		}
 		next, granted, err = rules.Acquire(row, found, resource, holder, now, ticks)
-		return next, err
+		queued, err = rules.InLine(ctx, &lineTx{s: l.store, tx: tx, holder: holder}, resource, holder, now, ticks, err)
+		return next, queued == nil, err
 	})
+	if queued != nil && (err == nil || errors.Is(err, leases.ErrOutcomeUnknown)) {
+		// Nothing was granted, whatever became of the place in line; a
+		// place in line is no change to the lease.
+		err = queued
+	}
 	if err != nil && now == 0 {
 		// Failed before the server's clock was read: no tick to name.
 		return leases.Lease{}, fmt.Errorf("acquire %q for %q: %w", resource, holder, err)
@@ -98,8 +107,12 @@ func (l *lessor) Release(ctx context.Context, held leases.Lease) error {
 	if err := rules.CheckHeld(held, 0); err != nil {
 		return err
 	}
-	err := l.store.decide(ctx, held.Resource, lockRenew, func(row rules.LeaseRow, found bool, clock int64) (rules.LeaseRow, error) {
-		return rules.Release(row, found, held, rules.NotBefore(row, found, clock))
+	err := l.store.decideIn(ctx, held.Resource, lockRenew, func(tx *sql.Tx, row rules.LeaseRow, found bool, clock int64) (rules.LeaseRow, bool, error) {
+		next, err := rules.Release(row, found, held, rules.NotBefore(row, found, clock))
+		if err == nil {
+			err = l.store.notify(ctx, tx, held.Resource)
+		}
+		return next, true, err
 	})
 	if err != nil {
 		return fmt.Errorf("release %q for %q: %w", held.Resource, held.Holder, err)
@@ -124,15 +137,20 @@ func (l *lessor) Lease(ctx context.Context, resource string) (leases.Lease, bool
 	return lease, live, nil
 }
 
-// Changed implements [leases.Lessor.Changed]. PostgreSQL can tell a session of
-// another's commit (LISTEN/NOTIFY), but database/sql cannot receive such
-// a notification: that takes a connection of the driver's own (pgx's
-// WaitForNotification, lib/pq's Listener), and this store speaks
-// database/sql only. So a waiter reads the resource's row every
+// Changed implements [leases.Lessor.Changed] with PostgreSQL's
+// LISTEN/NOTIFY where the *sql.DB's driver is pgx's (its stdlib): every
+// release of the Lessor NOTIFYs, in its transaction, and a waiter is
+// woken when the notification arrives, after the commit. The
+// store holds one connection of the *sql.DB for it while waiters listen,
+// and a couple of seconds after the last. A grant or a renewal does not
+// notify (a waiter learns of it when it looks again, at the expiry it was
+// told).
+// With another driver (lib/pq), database/sql can receive no
+// notification, and a waiter reads the resource's row every
 // Options.WatchInterval, with a statement that takes no lock: any
 // process's grant, renewal or release closes the channel at the next
-// read. The reads decide nothing; the waiter then acquires in a
-// transaction of its own.
+// read. Either way the channel decides nothing; the waiter then acquires
+// in a transaction of its own.
 func (l *lessor) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
-	return l.store.changed(ctx, resource)
+	return l.store.lessorChanged(ctx, resource)
 }

@@ -140,7 +140,7 @@ func TestTheServerClockIsReadAfterTheLock(t *testing.T) {
 
 // A session on the server's clock works as on SQLite or etcd: Wait is
 // granted once the holder's Do has released, learning of the release by
-// watching the row, well before the released lease would have expired;
+// its LISTEN (pgx's driver), well before the released lease would have expired;
 // the epochs follow one another.
 func TestSessionOnTheServersClock(t *testing.T) {
 	ctx := fencetest.Context(t)

@@ -69,6 +69,7 @@ type Store struct {
 	db            *sql.DB
 	names         tableNames
 	sql           statements
+	lines         lineStatements
 	fenced        *fence.Table // the fenced receiver's records
 	guarded       *fence.Table // the guarded receiver's records
 	tenures       *fence.Table // the fence of the store's tenures (Tenure)
@@ -76,6 +77,7 @@ type Store struct {
 	retries       int
 	watchInterval time.Duration
 	renewals      *batch.Group[renewal, renewedLease] // the Lessor's renewals, in batches (renewals.go)
+	listener      *listener                           // the Lessor's waiters' LISTEN
 }
 
 // tableNames are a store's tables.
@@ -84,6 +86,8 @@ type tableNames struct {
 	// tenures is the fence of the store's tenures, and live the
 	// function and the trigger that check a tenure's lease at commit.
 	tenures, live string
+	// line is the Lessor's lines of waiters (see line.go).
+	line string
 }
 
 // New returns a store on db, which the caller opens with the driver of
@@ -98,7 +102,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	names := tableNames{
 		authority: prefix + "authority", fenced: prefix + "fenced",
 		unfenced: prefix + "unfenced", guarded: prefix + "guarded",
-		tenures: prefix + "fence", live: prefix + "live",
+		tenures: prefix + "fence", live: prefix + "live", line: prefix + "line",
 	}
 	// The longest name decides whether the prefix fits.
 	if err := rules.CheckTableName("postgres store: table name", names.authority); err != nil {
@@ -114,9 +118,10 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: postgres store: WatchInterval %v is negative", leases.ErrInvalidInput, opts.WatchInterval)
 	}
 	s := &Store{
-		db: db, names: names, sql: newStatements(names),
+		db: db, names: names, sql: newStatements(names), lines: newLineStatements(names.line),
 		isolation: opts.Isolation, retries: opts.Retries, watchInterval: opts.WatchInterval,
 	}
+	s.listener = &listener{store: s}
 	switch {
 	case s.retries == 0:
 		s.retries = DefaultRetries
@@ -160,7 +165,7 @@ func (s *Store) Schema() string { return strings.Join(s.schema(), ";\n") + ";\n"
 
 func (s *Store) schema() []string {
 	return []string{s.sql.authoritySchema, s.fenced.Schema(), s.sql.unfencedSchema, s.guarded.Schema(),
-		s.tenures.Schema(), s.sql.liveFunction, s.sql.liveTrigger}
+		s.tenures.Schema(), s.sql.liveFunction, s.sql.liveTrigger, s.lines.schema}
 }
 
 // Authority returns the lease authority kept in this store, with the

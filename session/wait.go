@@ -290,6 +290,10 @@ func (e *heldError) Unwrap() error { return e.err }
 
 func acquireError(resource string, err error) error {
 	var held *leases.HeldError
+	if errors.As(err, &held) && held.Queued {
+		return &heldError{err: err, msg: fmt.Sprintf("session: %q is kept for %q, ahead in line, for another %v at most: %v",
+			resource, held.Live.Holder, ticksDuration(held.Live.ExpiresAt-held.At), leases.ErrLeaseHeld)}
+	}
 	if errors.As(err, &held) {
 		return &heldError{err: err, msg: fmt.Sprintf("session: %q is held by %q at epoch %d for another %v: %v",
 			resource, held.Live.Holder, held.Live.Epoch, ticksDuration(held.Live.ExpiresAt-held.At), leases.ErrLeaseHeld)}

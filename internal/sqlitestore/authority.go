@@ -35,34 +35,48 @@ func (a *Authority) Acquire(ctx context.Context, resource, holder string, now, t
 	if err := rules.CheckAcquire(resource, holder, now, ttl); err != nil {
 		return leases.Lease{}, err
 	}
-	return a.acquire(ctx, resource, holder, rules.At(now), ttl)
+	return a.acquire(ctx, resource, holder, rules.At(now), ttl, false)
 }
 
 // acquire is an acquire at the tick that tick decides on the row read in
-// the transaction: the caller's, or the host's clock.
-func (a *Authority) acquire(ctx context.Context, resource, holder string, tick rules.TickFunc, ttl int64) (leases.Lease, error) {
+// the transaction: the caller's, or the host's clock. inLine is the
+// Lessor's: holder waits in the resource's line (see rules.InLine), and a
+// refusal that put it there commits its place.
+func (a *Authority) acquire(ctx context.Context, resource, holder string, tick rules.TickFunc, ttl int64, inLine bool) (leases.Lease, error) {
 	var granted leases.Lease
 	var now int64
-	err := a.store.inTransaction(ctx, func(tx *sql.Tx) error {
+	var queued error
+	err := a.store.run(ctx, nil, func(tx *sql.Tx) (bool, error) {
 		row, found, err := a.read(ctx, tx, resource)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if now, err = tick(row, found, ttl); err != nil {
-			return err
+			return false, err
 		}
 		var next rules.LeaseRow
-		if next, granted, err = rules.Acquire(row, found, resource, holder, now, ttl); err != nil {
-			return err
+		next, granted, err = rules.Acquire(row, found, resource, holder, now, ttl)
+		if inLine {
+			queued, err = rules.InLine(ctx, lineTx{a, tx, true}, resource, holder, now, ttl, err)
+		}
+		if queued != nil || err != nil {
+			return err == nil, err
 		}
 		pauseInsideTransaction("acquire")
 		if err := a.write(ctx, tx, resource, next); err != nil {
-			return err
+			return false, err
 		}
 		pauseInsideTransaction("acquire-written")
-		return nil
+		return true, nil
 	})
-	a.store.changes.after(err)
+	if queued != nil && (err == nil || errors.Is(err, leases.ErrOutcomeUnknown)) {
+		// Nothing was granted, whatever became of the place in line (a
+		// failed commit leaves the store refusing everything after), and
+		// a place in line is no change to the lease.
+		err = queued
+	} else {
+		a.store.changes.after(err)
+	}
 	return rules.Granted(granted, err, resource, holder, now)
 }
 

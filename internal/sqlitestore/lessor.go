@@ -36,7 +36,10 @@ func (l *Lessor) Acquire(ctx context.Context, resource, holder string, ttl time.
 	if err != nil {
 		return leases.Lease{}, err
 	}
-	return rules.Stamp(leases.HostMillis)(l.auth.acquire(ctx, resource, holder, l.tick, ticks))
+	if queued := l.auth.lookInLine(ctx, resource, holder, l.tick, ticks); queued != nil {
+		return leases.Lease{}, queued
+	}
+	return rules.Stamp(leases.HostMillis)(l.auth.acquire(ctx, resource, holder, l.tick, ticks, true))
 }
 
 // Renew implements [leases.Lessor.Renew].

@@ -56,7 +56,7 @@ func prepare(ctx context.Context, db *sql.DB) (*prepared, error) {
 		sqlReadLease, sqlPutLease, sqlListHeld,
 		sqlReadRecord, sqlWriteRecord, sqlObserveRecord, sqlReadUnfenced, sqlWriteUnfenced,
 		sqlReadGuarded, sqlWriteGuarded,
-	}, snapshotStatements()...) {
+	}, append(lineStatements, snapshotStatements()...)...) {
 		stmt, err := db.PrepareContext(ctx, text)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("prepare: %w", err), p.close())

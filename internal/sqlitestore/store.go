@@ -158,7 +158,7 @@ func (s *Store) Guarded() *GuardedReceiver {
 func (s *Store) createTables(ctx context.Context) error {
 	// One transaction per table: even the schema never spans the
 	// authority's and a receiver's tables.
-	for _, ddl := range []string{authoritySchema, fencedSchema, unfencedSchema, guardedSchema, s.tenures.Schema()} {
+	for _, ddl := range []string{authoritySchema, lineSchema, fencedSchema, unfencedSchema, guardedSchema, s.tenures.Schema()} {
 		if err := s.inTransaction(ctx, func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, ddl)
 			return err

@@ -122,9 +122,13 @@ type Record struct {
 
 // The results an operation's "ret" can carry.
 const (
-	ResultOK         = "ok"
-	ResultNone       = "none" // a holder query that found no live lease
-	ResultHeld       = "held"
+	ResultOK   = "ok"
+	ResultNone = "none" // a holder query that found no live lease
+	ResultHeld = "held"
+	// ResultQueued is a Lessor's refusal of a free lease kept for a
+	// waiter ahead in its line (leases.HeldError.Queued): it changes no
+	// lease, and the history leaves it out of the model's check.
+	ResultQueued     = "queued"
 	ResultBackwards  = "backwards"
 	ResultNotHolder  = "not-holder"
 	ResultExpired    = "expired"
@@ -144,6 +148,7 @@ const (
 // leases.ErrStale matches leases.ErrNotHolder, and an ended session
 // matches the context errors and carries the reason it ended.
 func ResultOf(err error) string {
+	var held *leases.HeldError
 	switch {
 	case err == nil:
 		return ResultOK
@@ -158,6 +163,8 @@ func ResultOf(err error) string {
 		// Before the refusals: a transaction cut off by the session's end
 		// carries why the session ended, a refused renewal perhaps.
 		return ResultEnded
+	case errors.As(err, &held) && held.Queued:
+		return ResultQueued
 	case errors.Is(err, leases.ErrLeaseHeld):
 		return ResultHeld
 	case errors.Is(err, leases.ErrTickBackwards):
