@@ -51,7 +51,9 @@ type Backend struct {
 	// State renders everything the store holds, down to what would show
 	// a rewrite of an unchanged value (a row's transaction, a key's
 	// revision), so that the suite can show that a refused call changed
-	// nothing. It includes the guard's tables, and what Work writes.
+	// nothing. It includes the guard's tables, and what Work writes. A
+	// Lessor that keeps its waiters in line (a refused Acquire takes a
+	// place, which changes no lease) leaves the line out.
 	State func(ctx context.Context) (string, error)
 
 	// Fenced and Unfenced are the store's receivers of each mode, and

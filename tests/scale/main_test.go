@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"leases/etcdcluster"
 	"leases/internal/roles"
 )
 
@@ -11,6 +12,8 @@ import (
 // it), and stops the run's cluster and server after the last test.
 func TestMain(m *testing.M) {
 	roles.Run()
+	// The benchmark runs only when asked (LEASES_SCALE): no cluster then.
+	etcdcluster.MemberRole.MaySkip()
 	code := m.Run()
 	if cluster.c != nil {
 		_ = cluster.c.Close()
