@@ -8,6 +8,7 @@ import (
 
 	"leases"
 	"leases/evidence/backend"
+	"leases/evidence/worker"
 )
 
 // Options tune a scenario's run; the zero value is the default.
@@ -21,6 +22,10 @@ type Options struct {
 	// worker starts. Tests use it to interfere (hold a lock) and prove
 	// that a hung run fails loudly.
 	SandboxMade func(scenario, address string)
+	// Workers, when set, are the processes the scenario's workers come
+	// from, started ahead of need; else each is started when the
+	// scenario needs it.
+	Workers *worker.Pool
 }
 
 // Run runs the scenario def on a fresh sandbox of the running backend, and

@@ -69,7 +69,11 @@ func (r *script) startPair(first, second string) (*actor, *actor) {
 // launch starts the worker called name. Its pid goes to the
 // WorkerStarted callback, one call at a time.
 func (r *script) launch(name string) (*worker.Worker, error) {
-	return worker.Start(r.ctx, name, worker.Options{
+	start := worker.Start
+	if r.opts.Workers != nil {
+		start = r.opts.Workers.Start
+	}
+	return start(r.ctx, name, worker.Options{
 		Backend: r.backendName, Address: r.sandbox.Address(),
 		Started: func(pid int) {
 			if r.opts.WorkerStarted != nil {

@@ -65,6 +65,21 @@ func start(ctx context.Context, name string, opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	w, err := spawn(ctx, cmd, opts)
+	if err != nil {
+		return nil, err
+	}
+	w.name = name
+	if err := w.hello(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// spawn starts cmd, a worker (or a worker in standby) whose input and
+// output are the controller's pipes. The Started callback learns its pid
+// at once.
+func spawn(ctx context.Context, cmd *exec.Cmd, opts Options) (*Worker, error) {
 	// Plain pipes rather than cmd.StdoutPipe: Wait must not close the
 	// reader while the reader goroutine still uses it.
 	childIn, stdin, err := os.Pipe()
@@ -75,7 +90,7 @@ func start(ctx context.Context, name string, opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, errors.Join(err, childIn.Close(), stdin.Close())
 	}
-	w := &Worker{name: name, stdin: stdin, replies: make(chan replyLine, 1), exited: make(chan struct{})}
+	w := &Worker{stdin: stdin, replies: make(chan replyLine, 1), exited: make(chan struct{})}
 	w.cmd = cmd
 	w.cmd.Env = append(w.cmd.Env, opts.Env...)
 	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = childIn, childOut, &w.stderr
@@ -98,17 +113,22 @@ func start(ctx context.Context, name string, opts Options) (*Worker, error) {
 		w.Kill()
 		return nil, closeErr
 	}
+	return w, nil
+}
+
+// hello waits, bounded by ctx, for the worker to announce its pid (a
+// worker does once it has opened its store), and kills it if it does not.
+func (w *Worker) hello(ctx context.Context) error {
 	hello, err := w.receive(ctx)
+	if err == nil && hello.PID != w.cmd.Process.Pid {
+		err = fmt.Errorf("it says pid %d, the child is %d", hello.PID, w.cmd.Process.Pid)
+	}
 	if err != nil {
 		w.Kill()
-		return nil, err
-	}
-	if hello.PID != w.cmd.Process.Pid {
-		w.Kill()
-		return nil, fmt.Errorf("it says pid %d, the child is %d", hello.PID, w.cmd.Process.Pid)
+		return err
 	}
 	w.pid = hello.PID
-	return w, nil
+	return nil
 }
 
 // wait waits for the process to end and closes exited. When waiting fails

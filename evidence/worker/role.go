@@ -3,6 +3,7 @@ package worker
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,8 +30,9 @@ var role struct {
 // of drivers: call it once, before roles.Run, in main or TestMain (a
 // second call panics, as any role registered twice does). A worker is
 // started with two arguments, the backend's name and the sandbox's
-// address; with none it is a bare worker, which announces itself and exits
-// when its input ends (see Bare).
+// address; with the one argument "standby", a worker in standby that reads
+// them from its first input line (see Pool); with none it is a bare worker,
+// which announces itself and exits when its input ends (see Bare).
 //
 // It returns the role, for a test binary whose workers are started by a
 // child of its own (the command it plays), which calls MaySkip on it so
@@ -84,11 +86,44 @@ func play(drivers []backend.Driver, args []string, in io.Reader, out, stderr io.
 		fmt.Fprintf(out, "{\"pid\":%d}\n", os.Getpid())
 		_, _ = io.Copy(io.Discard, in)
 		return 0
+	case 1:
+		if args[0] == standbyArg {
+			return playStandby(drivers, in, out, stderr)
+		}
 	case 2:
 		return run(context.Background(), drivers, args[0], args[1], in, out, stderr)
 	}
 	fmt.Fprintf(stderr, "worker: want a backend and an address, or nothing; got %q\n", args)
 	return 2
+}
+
+// standbyArg is the one argument of a worker in standby (Pool).
+const standbyArg = "standby"
+
+// assignment is the first line a worker in standby reads: where it works.
+type assignment struct {
+	Backend string `json:"backend"`
+	Address string `json:"address"`
+}
+
+// playStandby announces the worker, waits for its assignment, and then
+// is the worker it names. An input that ends first is the order to exit.
+func playStandby(drivers []backend.Driver, in io.Reader, out, stderr io.Writer) int {
+	fmt.Fprintf(out, "{\"pid\":%d}\n", os.Getpid())
+	lines := bufio.NewReader(in)
+	line, err := lines.ReadBytes('\n')
+	if err == io.EOF && len(line) == 0 {
+		return 0
+	}
+	var a assignment
+	if err == nil {
+		err = json.Unmarshal(line, &a)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "worker in standby: reading its assignment: %v\n", err)
+		return 2
+	}
+	return run(context.Background(), drivers, a.Backend, a.Address, lines, out, stderr)
 }
 
 // Bare starts a bare worker, waits, bounded by ctx, for it to announce
