@@ -39,6 +39,13 @@ const (
 	// nothing changed. A call that returns an error for it returns one
 	// matching ErrNotLive.
 	NotLive Outcome = "not-live"
+	// InProgress: an operation with the same key at the same epoch has
+	// begun and not finished (package leases/ops: a pending record, or a
+	// first call still running); nothing was done. Ask again later: the
+	// record will answer. A pending record that is never completed
+	// answers InProgress for good: its effect is unknown, and is never
+	// repeated.
+	InProgress Outcome = "in progress"
 )
 
 // Stored reports whether the write changed the receiver's record.

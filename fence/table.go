@@ -7,6 +7,7 @@ import (
 
 	"leases"
 	"leases/internal/rules"
+	"leases/internal/stmtcache"
 )
 
 // Dialect is the SQL database a [Table] lives in: it decides the
@@ -45,7 +46,7 @@ type Table struct {
 	dialect Dialect
 	name    string
 	sql     statements
-	stmts   stmtCache
+	stmts   *stmtcache.Cache
 }
 
 // Options say which fence table New opens; the zero value is a table
@@ -97,7 +98,7 @@ func New(db *sql.DB, o Options) (*Table, error) {
 		return nil, err
 	}
 	t := &Table{db: db, dialect: dialect, name: name, sql: newStatements(dialect, name)}
-	t.stmts.db = db
+	t.stmts = stmtcache.New(db)
 	return t, nil
 }
 
@@ -132,11 +133,11 @@ func (t *Table) Create(ctx context.Context) error {
 	if _, err := t.db.ExecContext(ctx, t.sql.create); err != nil {
 		return fmt.Errorf("create fence table %s: %w", t.name, err)
 	}
-	t.stmts.prepare(ctx, t.sql.all())
+	t.stmts.Prepare(ctx, t.sql.all())
 	return nil
 }
 
 // Close releases the table's compiled statements; closing the database
 // releases them too. The table goes on, compiling them again when it
 // next begins a tenure.
-func (t *Table) Close() error { return t.stmts.close() }
+func (t *Table) Close() error { return t.stmts.Close() }

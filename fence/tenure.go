@@ -66,7 +66,7 @@ func init() {
 // acting. The table checks the epoch alone: where the leases are in the
 // same database, the store's Tenure checks the lease too.
 func (t *Table) Tenure(ctx context.Context, lease leases.Lease) (*Tenure, error) {
-	t.stmts.prepare(ctx, t.sql.all())
+	t.stmts.Prepare(ctx, t.sql.all())
 	return begin(ctx, lease, &epochGuard{table: t})
 }
 

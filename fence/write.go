@@ -41,7 +41,7 @@ func (t *Table) write(ctx context.Context, tx *sql.Tx, resource string, epoch in
 	// then the record is the write's own: no RETURNING, which cost as much
 	// as the rest of the transaction on SQLite in memory.
 	result, err := t.settle(ctx, tx, resource, func() (bool, leases.Record, error) {
-		changed, err := t.stmts.exec(ctx, tx, t.sql.write, resource, epoch, value)
+		changed, err := t.stmts.Exec(ctx, tx, t.sql.write, resource, epoch, value)
 		if err != nil {
 			return false, leases.Record{}, err
 		}
@@ -87,7 +87,7 @@ func (t *Table) raise(ctx context.Context, tx *sql.Tx, verb, statement string,
 	}
 	// The value is kept: the upsert returns the row it stored.
 	result, err := t.settle(ctx, tx, resource, func() (bool, leases.Record, error) {
-		stored, found, err := scanRecord(t.stmts.queryRow(ctx, tx, statement, args...), scans...)
+		stored, found, err := scanRecord(t.stmts.QueryRow(ctx, tx, statement, args...), scans...)
 		if err == nil && found && stored.Epoch != epoch {
 			err = fmt.Errorf("%w: stored epoch %d instead of %d", errDisagree, stored.Epoch, epoch)
 		}
@@ -126,7 +126,7 @@ func (t *Table) read(ctx context.Context, tx *sql.Tx, resource string) (record l
 	if err := rules.CheckName("resource", resource); err != nil {
 		return leases.Record{}, false, err
 	}
-	record, found, err = scanRecord(t.stmts.queryRow(ctx, tx, t.sql.read, resource))
+	record, found, err = scanRecord(t.stmts.QueryRow(ctx, tx, t.sql.read, resource))
 	if err != nil {
 		return leases.Record{}, false, fmt.Errorf("fence %s: read %q: %w", t.name, resource, err)
 	}
@@ -148,7 +148,7 @@ func (t *Table) settle(ctx context.Context, tx *sql.Tx, resource string,
 	if accepted {
 		return leases.WriteResult{Outcome: leases.Accepted, Record: record}, nil
 	}
-	stored, found, err := scanRecord(t.stmts.queryRow(ctx, tx, t.sql.readRejecting, resource))
+	stored, found, err := scanRecord(t.stmts.QueryRow(ctx, tx, t.sql.readRejecting, resource))
 	if err != nil {
 		return leases.WriteResult{}, fmt.Errorf("read the rejecting row: %w", err)
 	}

@@ -66,14 +66,7 @@ func TestCommitCutOffByTheContextIsAnUnknownOutcome(t *testing.T) {
 				a := <-resolved
 				t.Fatalf("Resolve answered %v, %v while the backend still held the transaction", a.committed, a.err)
 			}
-			if c.terminate {
-				if _, err := db.ExecContext(ctx, `SELECT pg_terminate_backend($1)`, backend); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := syscall.Kill(backend, syscall.SIGCONT); err != nil {
-				t.Fatal(err)
-			}
+			releaseBackend(t, db, backend, c.terminate)
 			a := <-resolved
 			if a.err != nil {
 				t.Fatal(a.err)
@@ -90,6 +83,20 @@ func TestCommitCutOffByTheContextIsAnUnknownOutcome(t *testing.T) {
 	}
 }
 
+// releaseBackend lets the stopped backend go on, ended by the server
+// first when terminate is set (before it reads its COMMIT).
+func releaseBackend(t *testing.T, db fencetest.DB, backend int, terminate bool) {
+	t.Helper()
+	if terminate {
+		if _, err := db.ExecContext(fencetest.Context(t), `SELECT pg_terminate_backend($1)`, backend); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Kill(backend, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // cutOffCommit runs a tenure's transaction, on a connection of its own,
 // whose backend is stopped (SIGSTOP) once the transaction has inserted
 // its business row, and whose context ends once its COMMIT has been
@@ -98,25 +105,7 @@ func TestCommitCutOffByTheContextIsAnUnknownOutcome(t *testing.T) {
 func cutOffCommit(t *testing.T, db fencetest.DB, table *fence.Table, resource string) (*fence.Tenure, int, error) {
 	t.Helper()
 	ctx := fencetest.Context(t)
-	// The holder's connection tells when a COMMIT has been written to it.
-	var armed atomic.Bool
-	sent := make(chan struct{})
-	var once sync.Once
-	config, err := pgx.ParseConfig(pgtest.Shared(t).DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	config.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return &commitWatch{Conn: conn, armed: &armed, sent: func() { once.Do(func() { close(sent) }) }}, nil
-	}
-	holder := stdlib.OpenDB(*config)
-	holder.SetMaxOpenConns(1)
-	t.Cleanup(func() { _ = holder.Close() })
-
+	holder, watch := watchedHolder(t)
 	tenure, err := fencetest.On(t, holder, table).Tenure(ctx, fencetest.Lease(resource, 1))
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +113,8 @@ func cutOffCommit(t *testing.T, db fencetest.DB, table *fence.Table, resource st
 	session, end := context.WithCancel(ctx)
 	defer end()
 	go func() {
-		<-sent // the COMMIT is on its way to a backend that is stopped
-		end()  // and the session ends
+		<-watch.sent // the COMMIT is on its way to a backend that is stopped
+		end()        // and the session ends
 	}()
 	var backend int
 	err = tenure.Tx(session, nil, func(tx *sql.Tx) error {
@@ -138,7 +127,7 @@ func cutOffCommit(t *testing.T, db fencetest.DB, table *fence.Table, resource st
 		if err := syscall.Kill(backend, syscall.SIGSTOP); err != nil {
 			return err
 		}
-		armed.Store(true)
+		watch.armed.Store(true)
 		return nil
 	})
 	if backend == 0 {
@@ -148,17 +137,54 @@ func cutOffCommit(t *testing.T, db fencetest.DB, table *fence.Table, resource st
 	return tenure, backend, err
 }
 
+// watchedHolder is a handle of one connection that tells, once armed,
+// when a COMMIT has been written to it: sent is closed then.
+func watchedHolder(t *testing.T) (holder *sql.DB, w *watch) {
+	t.Helper()
+	w = &watch{sent: make(chan struct{})}
+	config, err := pgx.ParseConfig(pgtest.Shared(t).DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &commitWatch{Conn: conn, watch: w}, nil
+	}
+	holder = stdlib.OpenDB(*config)
+	holder.SetMaxOpenConns(1)
+	t.Cleanup(func() { _ = holder.Close() })
+	return holder, w
+}
+
+// watch says what a watched connection does with a COMMIT once armed:
+// it stops the backend stopFirst, if set, before writing it, and closes
+// sent after.
+type watch struct {
+	armed     atomic.Bool
+	stopFirst atomic.Int64
+	sent      chan struct{}
+	once      sync.Once
+}
+
 // commitWatch is a connection that reports a written COMMIT once armed.
 type commitWatch struct {
 	net.Conn
-	armed *atomic.Bool
-	sent  func()
+	watch *watch
 }
 
 func (c *commitWatch) Write(p []byte) (int, error) {
+	commit := c.watch.armed.Load() && bytes.Contains(bytes.ToLower(p), []byte("commit"))
+	if pid := c.watch.stopFirst.Load(); commit && pid != 0 {
+		if err := syscall.Kill(int(pid), syscall.SIGSTOP); err != nil {
+			return 0, err
+		}
+	}
 	n, err := c.Conn.Write(p)
-	if c.armed.Load() && bytes.Contains(bytes.ToLower(p), []byte("commit")) {
-		c.sent()
+	if commit {
+		c.watch.once.Do(func() { close(c.watch.sent) })
 	}
 	return n, err
 }

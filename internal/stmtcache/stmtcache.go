@@ -1,4 +1,7 @@
-package fence
+// Package stmtcache keeps a table's statements compiled on its database,
+// for package fence's table and package ops' record, which both run
+// statements that cost more to parse than to run.
+package stmtcache
 
 import (
 	"context"
@@ -7,7 +10,7 @@ import (
 	"sync"
 )
 
-// stmtCache holds a table's statements compiled on its database. Some
+// Cache holds a table's statements compiled on its database. Some
 // drivers parse every statement they are handed as text (modernc.org/sqlite
 // does; the pgx driver keeps a cache of its own), and the fence's upsert
 // costs more to parse than to run: measured on SQLite in memory, a
@@ -16,15 +19,18 @@ import (
 // Create, and before a tenure begins: a database of one connection, as
 // SQLite's are, would otherwise wait for itself), and a statement not
 // compiled yet runs as text.
-type stmtCache struct {
+type Cache struct {
 	db     *sql.DB
 	mu     sync.Mutex
 	byText map[string]*sql.Stmt
 }
 
-// prepare compiles texts that are not compiled yet; one that fails (the
+// New is an empty cache of statements compiled on db.
+func New(db *sql.DB) *Cache { return &Cache{db: db} }
+
+// Prepare compiles texts that are not compiled yet; one that fails (the
 // table is not there yet) runs as text until a later prepare.
-func (c *stmtCache) prepare(ctx context.Context, texts []string) {
+func (c *Cache) Prepare(ctx context.Context, texts []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byText == nil {
@@ -40,27 +46,30 @@ func (c *stmtCache) prepare(ctx context.Context, texts []string) {
 	}
 }
 
-func (c *stmtCache) get(text string) *sql.Stmt {
+func (c *Cache) get(text string) *sql.Stmt {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.byText[text]
 }
 
-func (c *stmtCache) exec(ctx context.Context, tx *sql.Tx, text string, args ...any) (sql.Result, error) {
+// Exec runs text in tx, compiled if it is.
+func (c *Cache) Exec(ctx context.Context, tx *sql.Tx, text string, args ...any) (sql.Result, error) {
 	if stmt := c.get(text); stmt != nil {
 		return tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
 	}
 	return tx.ExecContext(ctx, text, args...)
 }
 
-func (c *stmtCache) queryRow(ctx context.Context, tx *sql.Tx, text string, args ...any) *sql.Row {
+// QueryRow runs the query text in tx, compiled if it is.
+func (c *Cache) QueryRow(ctx context.Context, tx *sql.Tx, text string, args ...any) *sql.Row {
 	if stmt := c.get(text); stmt != nil {
 		return tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
 	}
 	return tx.QueryRowContext(ctx, text, args...)
 }
 
-func (c *stmtCache) close() error {
+// Close releases the compiled statements.
+func (c *Cache) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
