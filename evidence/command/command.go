@@ -271,6 +271,9 @@ func scenarioSummary(s scenario.Scenario) string {
 	if s.Final != nil {
 		final = fmt.Sprintf("%q at epoch %d", s.Final.Value, s.Final.ValueEpoch)
 	}
+	if s.FinalToolEffects != nil {
+		final = fmt.Sprintf("tool effects: %d", len(s.FinalToolEffects))
+	}
 	return fmt.Sprintf("%-40s %s; final %s", s.Name, strings.Join(s.Verdicts.Claims(), ", "), final)
 }
 

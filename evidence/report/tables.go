@@ -28,8 +28,12 @@ func scenarioTable(doc *results.Results) string {
 					}
 				}
 			}
+			final := record(sc.Final)
+			if sc.FinalToolEffects != nil {
+				final = fmt.Sprintf("tool effects: %d, one per operation", len(sc.FinalToolEffects))
+			}
 			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", sc.Name, sc.Receiver,
-				strings.Join(sc.Verdicts.Claims(), ", "), record(sc.Final), strings.Join(ranOn, ", "))
+				strings.Join(sc.Verdicts.Claims(), ", "), final, strings.Join(ranOn, ", "))
 		}
 	}
 	return b.String()

@@ -16,6 +16,7 @@ import (
 type Worker struct {
 	name    string
 	pid     int
+	address string // the tool server's (StartTool)
 	cmd     *exec.Cmd
 	stdin   *os.File
 	replies chan replyLine
@@ -107,7 +108,7 @@ func start(ctx context.Context, name string, opts Options) (*Worker, error) {
 		w.Kill()
 		return nil, fmt.Errorf("it says pid %d, the child is %d", hello.PID, w.cmd.Process.Pid)
 	}
-	w.pid = hello.PID
+	w.pid, w.address = hello.PID, hello.Address
 	return w, nil
 }
 

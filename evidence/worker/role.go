@@ -85,6 +85,13 @@ func play(drivers []backend.Driver, args []string, in io.Reader, out, stderr io.
 		_, _ = io.Copy(io.Discard, in)
 		return 0
 	case 2:
+		if args[0] == toolArg {
+			if err := serveTool(args[1], in, out); err != nil {
+				fmt.Fprintln(stderr, err)
+				return 1
+			}
+			return 0
+		}
 		return run(context.Background(), drivers, args[0], args[1], in, out, stderr)
 	}
 	fmt.Fprintf(stderr, "worker: want a backend and an address, or nothing; got %q\n", args)
