@@ -83,3 +83,22 @@ func number(n int64) string {
 	}
 	return s
 }
+
+// toolTable is the explored model of operations on every backend: its
+// bounds and, per variant, its figures.
+func toolTable(doc *results.Results) string {
+	var out strings.Builder
+	out.WriteString("| backend | operations a tenure, sends each | variant | schedules | with a resend | double effects | stale effects |\n")
+	out.WriteString("|---|---|---|---:|---:|---:|---:|\n")
+	for _, b := range doc.Backends {
+		tool := b.Exploration.Tool
+		if tool == nil {
+			continue
+		}
+		for _, v := range tool.Variants {
+			fmt.Fprintf(&out, "| %s | %d, %d | %s | %s | %s | **%s** | **%s** |\n", b.Backend, tool.Bounds.Operations,
+				tool.Bounds.Sends, v.Variant, number(v.Schedules), number(v.Resent), number(v.DoubleEffects), number(v.StaleEffects))
+		}
+	}
+	return out.String()
+}
