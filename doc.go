@@ -17,12 +17,18 @@
 //	in a database of your own,      fences.Tenure(ctx, lease)      nothing of an older tenure commits  stop a stale holder
 //	leases elsewhere (etcd)         (package leases/fence)         once a newer tenure has begun       before the newer
 //	                                                                                                   tenure begins (the gap)
+//	a tool behind HTTP or MCP,      httpfence.Handler(table, h),   at most one effect per operation    stop a stale call before the
+//	its effects in its database     table.Do(ctx, call, effect)    key; no call of an older epoch      newer epoch reached the tool
+//	(outside it: table.Begin)       (package leases/ops)           once a newer epoch was admitted     (the gap); an outside effect
+//	                                                                                                   whose completion was lost
 //
-// Both return a *fence.Tenure, whose Tx admits, runs and commits one
-// transaction, and whose Resolve tells what became of a transaction whose
-// outcome is unknown. docs/service.md says more, with the errors to tell
-// apart: a refusal ([IsRefusal]), a failure before commit, and an unknown
-// outcome ([ErrOutcomeUnknown]).
+// The first two return a *fence.Tenure, whose Tx admits, runs and
+// commits one transaction, and whose Resolve tells what became of a
+// transaction whose outcome is unknown. docs/service.md says more, with
+// the errors to tell apart: a refusal ([IsRefusal]), a failure before
+// commit, and an unknown outcome ([ErrOutcomeUnknown]). The third answers each call from a
+// record of operations (Accepted, [Replay], [Conflict], [Stale],
+// [InProgress]): docs/tools.md.
 //
 // # Lessors
 //

@@ -64,6 +64,9 @@ func Tx(r *http.Request) *sql.Tx {
 //	413  a body over MaxRequestBytes
 //	503  not done, or its outcome unknown: send the same request again (Retry-After: 1)
 //
+// h does its database work in Tx(r), never on the database handle: on
+// SQLite's one connection that would wait for itself.
+//
 // An answer of h with a status of 500 or more rolls its transaction back,
 // record and rows, and is written unrecorded: a retry runs h again. Of
 // h's headers only Content-Type is stored and written.
@@ -105,7 +108,10 @@ func Handler(table *ops.Table, h http.Handler) http.Handler {
 // or after its answer could not be recorded, is answered 409 in
 // progress: whether the effect happened is then unknown, and it is never
 // done a second time. Answers as for Handler, except that h's 5xx
-// answers are recorded too (the effect may have begun).
+// answers are recorded too (the effect may have begun), and that an
+// answer that could not be recorded is still written, with
+// "Leases-Record: pending": the record then stays pending until an
+// operator completes it.
 func External(table *ops.Table, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		call, ok := readCall(w, r)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -252,6 +253,9 @@ func TestReplayIsByteIdentical(t *testing.T) {
 func TestInProgress(t *testing.T) {
 	tl := newTool(t)
 	tl.hold, tl.started = make(chan struct{}), make(chan struct{})
+	var released sync.Once
+	release := func() { released.Do(func() { close(tl.hold) }) }
+	t.Cleanup(release) // a failing test lets the held call end, and the server close
 	ctx := testctx.Context(t)
 	first := make(chan answer, 1)
 	go func() {
@@ -263,7 +267,7 @@ func TestInProgress(t *testing.T) {
 	if got := tl.send(t, nil, "/mail", "hi", token(1, "m1")...); got != inProgress {
 		t.Fatalf("a retry while the effect runs: %v\nwant %v", got, inProgress)
 	}
-	close(tl.hold)
+	release()
 	if got := <-first; got.status != 200 || got.body != "mail 1 sent\n" {
 		t.Fatalf("the first call: %v", got)
 	}

@@ -138,7 +138,7 @@ func newStatements(dialect fence.Dialect, table string) statements {
 	schema := strings.NewReplacer("{table}", table, "{integer}", "bigint", "{text}", "text", "{blob}", "bytea", "{strict}", "")
 	dml := strings.NewReplacer("{table}", table)
 	if dialect == fence.SQLite {
-		schema = strings.NewReplacer("{table}", table, "{integer}", "INTEGER", "{text}", "TEXT", "{blob}", "BLOB", "{strict}", " STRICT")
+		schema = strings.NewReplacer("{table}", table, "{integer}", "INTEGER", "{text}", "TEXT", "{blob}", "BLOB", "{strict}", " STRICT, WITHOUT ROWID")
 		dml = strings.NewReplacer("{table}", table, "$", "?")
 	}
 	return statements{

@@ -31,7 +31,7 @@ func TestOpsCommitCutOffIsAnsweredByTheRecord(t *testing.T) {
 			ctx := fencetest.Context(t)
 			db := database(t, 0)
 			table := opstest.Setup(t, db, "ops_cut_off")
-			call := ops.Call{Resource: c.resource, Epoch: 1, Key: "k", Request: []byte("a")}
+			call := ops.Call{Resource: opstest.Resource(c.resource), Epoch: 1, Key: "k", Request: []byte("a")}
 			lost, backend := cutOffCall(t, db, call)
 			retried := make(chan error, 1)
 			var result ops.Result

@@ -71,7 +71,7 @@ func dump(t testing.TB, db fencetest.DB, table *ops.Table) string {
 func Running(t *testing.T, db fencetest.DB) {
 	ctx := fencetest.Context(t)
 	table := Setup(t, db, "ops_running")
-	call := ops.Call{Resource: "r", Epoch: 1, Key: "k", Request: []byte("a")}
+	call := ops.Call{Resource: Resource("r"), Epoch: 1, Key: "k", Request: []byte("a")}
 	started, release := make(chan struct{}), make(chan struct{})
 	effect := Effect(db, table, call, "a")
 	type answer struct {
@@ -91,7 +91,11 @@ func Running(t *testing.T, db fencetest.DB) {
 		})
 		first <- answer{result, err}
 	}()
-	<-started
+	select {
+	case <-started:
+	case a := <-first:
+		t.Fatalf("the first call answered %+v, %v without running its effect", a.result, a.err)
+	}
 	again := func(context.Context, *sql.Tx) (ops.Response, error) {
 		t.Error("the retry ran the effect")
 		return ops.Response{}, nil
@@ -110,7 +114,7 @@ func Running(t *testing.T, db fencetest.DB) {
 	if err != nil || result.Outcome != leases.Replay || string(result.Response.Body) != "a" {
 		t.Fatalf("the retry after the first call: %+v, %v; want its replay", result, err)
 	}
-	if got := Effects(t, db, table, "r"); len(got) != 1 {
+	if got := Effects(t, db, table, call.Resource); len(got) != 1 {
 		t.Fatalf("effects %q; want one", got)
 	}
 }

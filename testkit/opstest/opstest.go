@@ -13,13 +13,20 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
+	"sync/atomic"
 	"testing"
 
 	"leases"
 	"leases/ops"
 	"leases/testkit/fencetest"
 )
+
+// Resource is a resource name of its own for each call: the tests of
+// one binary share one PostgreSQL server, and -count runs a test again on
+// the tables its first run left.
+func Resource(name string) string { return fmt.Sprintf("%s #%d", name, runs.Add(1)) }
+
+var runs atomic.Int64
 
 // Setup creates a record called name, and beside it the effects table
 // (name + "_effects": resource, epoch, key, value), the rows an effect
@@ -171,7 +178,7 @@ func Outcomes(t *testing.T, db fencetest.DB) {
 			[]string{"1/k=a"}, []string{"1/k done 201 a"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			resource := strings.ReplaceAll(t.Name(), "/", " ")
+			resource := Resource(c.name)
 			run(t, db, table, resource, c.steps)
 			if got := Effects(t, db, table, resource); !slices.Equal(got, c.effects) {
 				t.Errorf("effects %q; want %q", got, c.effects)
