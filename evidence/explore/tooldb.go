@@ -44,7 +44,7 @@ func (t *toolDB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 
 const toolEffectsTable = "tool_effects"
 
-// tableRows are one table's rows, every column, in rowid order.
+// tableRows are one table's rows, every column, in selectAll's order.
 type tableRows struct {
 	table   string
 	columns []string
@@ -105,6 +105,15 @@ const (
 	effectsCount = "SELECT count(*) FROM " + toolEffectsTable + " WHERE epoch = ? AND key = ?"
 	effectInsert = "INSERT INTO " + toolEffectsTable + " (epoch, key) VALUES (?, ?)"
 )
+
+// selectAll reads every row of table: in the order they were written
+// for the effects, in key order for the record's tables (without rowid).
+func selectAll(table string) string {
+	if table == toolEffectsTable {
+		return `SELECT * FROM "` + table + `" ORDER BY rowid`
+	}
+	return `SELECT * FROM "` + table + `"`
+}
 
 func deleteAll(table string) string { return `DELETE FROM "` + table + `"` }
 
@@ -169,7 +178,7 @@ func (r tableRows) named() []string {
 }
 
 func (t *toolDB) readTable(ctx context.Context, table string) (tableRows, error) {
-	st, err := t.stmt(ctx, `SELECT * FROM "`+table+`" ORDER BY rowid`)
+	st, err := t.stmt(ctx, selectAll(table))
 	if err != nil {
 		return tableRows{}, err
 	}
