@@ -243,8 +243,8 @@ func leaderFailover(r *script) {
 // tool path. A paused agent with no session cannot know that its lease
 // has run out; the tool, having admitted B's epoch, refuses it.
 func toolRefusesPausedAgent(r *script) {
-	a, b := r.startPair("A", "B")
-	r.startTool()
+	actors := r.startWithTool("A", "B")
+	a, b := actors[0], actors[1]
 	expiry := r.def.Params.TTL
 	r.at(0).acquire(a)
 	r.callTool(a, "op-1", r.def.Params.ValueA)
@@ -262,8 +262,7 @@ func toolRefusesPausedAgent(r *script) {
 // toolReplaysRetriedCall: a retry after a lost answer is answered from
 // the record, not done again.
 func toolReplaysRetriedCall(r *script) {
-	a := r.start("A")
-	r.startTool()
+	a := r.startWithTool("A")[0]
 	r.at(0).acquire(a)
 	r.callToolAnswerLost(a, "op-1", r.def.Params.ValueA) // done, but A never learns it
 	r.callTool(a, "op-1", r.def.Params.ValueA)           // replay: the stored answer
@@ -273,8 +272,7 @@ func toolReplaysRetriedCall(r *script) {
 // toolRejectsConflictingKey: a key names one operation; another request
 // under it is refused.
 func toolRejectsConflictingKey(r *script) {
-	b := r.start("B")
-	r.startTool()
+	b := r.startWithTool("B")[0]
 	r.at(0).acquire(b)
 	r.callTool(b, "op-1", r.def.Params.ValueB)
 	r.callTool(b, "op-1", r.def.Params.ConflictingValueB) // conflict

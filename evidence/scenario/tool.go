@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 
 	"leases"
@@ -30,23 +31,43 @@ type toolServer struct {
 	dir   string
 }
 
-// startTool starts the tool server on a SQLite file of its own, in a
-// temporary directory of the scenario's, and the proxy the agents call
-// it through.
-func (r *script) startTool() {
+// startWithTool launches the workers called names and the tool server
+// at once (a process's start is tens of milliseconds of CPU, and one
+// after the other they were most of a tool scenario's time), and
+// returns once all have announced themselves. The tool serves on a
+// SQLite file of its own, in a temporary directory of the scenario's,
+// behind the proxy the agents call it through. Should any fail, the
+// script keeps the tool's error, else the first worker's.
+func (r *script) startWithTool(names ...string) []*actor {
+	actors := make([]*actor, len(names))
+	for i, name := range names {
+		actors[i] = &actor{name: name}
+	}
 	if r.err != nil {
-		return
+		return actors
+	}
+	errs := make([]error, len(names)+1)
+	var wg sync.WaitGroup
+	wg.Go(func() { r.tool, errs[0] = r.launchTool() })
+	for i, a := range actors {
+		wg.Go(func() { a.w, errs[i+1] = r.launch(a.name) })
+	}
+	wg.Wait()
+	if r.tool != nil && r.tool.w != nil {
+		r.workers = append(r.workers, r.tool.w)
+	}
+	for _, a := range actors {
+		if a.w != nil {
+			r.workers = append(r.workers, a.w)
+		}
 	}
 	step := Step{Actor: ToolActor, Operation: OpStartTool, Tick: r.clock, Outcome: OutcomeServing}
-	t, err := r.launchTool()
-	if t != nil {
-		r.tool = t
-	}
-	if err != nil {
+	if err := errors.Join(errs...); err != nil {
 		r.fail(step, err)
-		return
+		return actors
 	}
 	r.record(step)
+	return actors
 }
 
 func (r *script) launchTool() (*toolServer, error) {
@@ -60,7 +81,6 @@ func (r *script) launchTool() (*toolServer, error) {
 	if err != nil {
 		return t, err
 	}
-	r.workers = append(r.workers, t.w)
 	if t.db, err = sql.Open("sqlite", worker.ToolDSN(path)); err != nil {
 		return t, err
 	}
@@ -267,20 +287,4 @@ func (r *script) endTool() ([]ToolEffect, error) {
 		effects, err = r.tool.effects(r.ctx)
 	}
 	return effects, errors.Join(err, r.tool.close(r.ctx))
-}
-
-// start launches one worker process named name and returns once it has
-// announced itself.
-func (r *script) start(name string) *actor {
-	a := &actor{name: name}
-	if r.err != nil {
-		return a
-	}
-	var err error
-	if a.w, err = r.launch(name); err != nil {
-		r.err = err
-		return a
-	}
-	r.workers = append(r.workers, a.w)
-	return a
 }
