@@ -46,15 +46,25 @@ const (
 	Fenced   = Receiver(leases.Fenced)
 	Unfenced = Receiver(leases.Unfenced)
 	Guarded  = Receiver("guarded")
+	// HTTPTool is no receiver of the store: a tool server's record of
+	// operations (package leases/ops behind leases/httpfence) in a
+	// database of the tool's own. The store's receivers hold nothing.
+	HTTPTool = Receiver("http-tool")
 )
 
-// Mode is the receiver's leases.Mode; the guarded receiver has none.
+// Mode is the receiver's leases.Mode; the guarded receiver and the tool
+// have none.
 func (r Receiver) Mode() (mode leases.Mode, ok bool) {
-	return leases.Mode(r), r != Guarded
+	return leases.Mode(r), r == Fenced || r == Unfenced
 }
 
-// Reader is the Read of the receiver that receiver names on store.
+// Reader is the Read of the receiver that receiver names on store; for
+// the tool, which keeps nothing in the store, that of the fenced
+// receiver, which stays empty.
 func Reader(store Store, receiver Receiver) func(ctx context.Context, resource string) (leases.Record, bool, error) {
+	if receiver == HTTPTool {
+		return store.Receiver(leases.Fenced).Read
+	}
 	mode, ok := receiver.Mode()
 	if !ok {
 		return store.Guarded().Read

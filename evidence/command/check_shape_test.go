@@ -23,9 +23,9 @@ func TestCommandRefusesCheckFileOfAnotherShape(t *testing.T) {
 		{"a string", `"results"`, "at $: expected an object"},
 		{"an empty object", `{}`, "at $.schema: missing"},
 		{"a string where a number goes", replace(`"tick": 0,`, `"tick": "0",`), "at $.backends[0].scenarios[0].steps[0].tick: expected an integer"},
-		{"a key missing", replace(`"schema": "leases-experiment/4",`, ``), "at $.schema: missing"},
+		{"a key missing", replace(`"schema": "leases-experiment/5",`, ``), "at $.schema: missing"},
 		{"a key added", replace(`"bounds": {`, `"bounds": {"clock_skew": 0,`), "at $.backends[0].exploration.bounds.clock_skew: no such key"},
-		{"another schema", replace(`"schema": "leases-experiment/4"`, `"schema": "leases-experiment/3"`), "at $.schema: this command writes"},
+		{"another schema", replace(`"schema": "leases-experiment/5"`, `"schema": "leases-experiment/3"`), "at $.schema: this command writes"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

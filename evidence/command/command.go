@@ -216,6 +216,12 @@ func printSummaries(stderr io.Writer, doc *results.Results) {
 		for _, p := range b.Exploration.Protocols {
 			fmt.Fprintf(stderr, "%-7s %s\n", b.Backend, protocolSummary(p))
 		}
+		if tool := b.Exploration.Tool; tool != nil {
+			for _, v := range tool.Variants {
+				fmt.Fprintf(stderr, "%-7s %-40s %d schedules (%d with a resend); double effects %d; stale effects %d\n", b.Backend,
+					"explored tool, "+string(v.Variant), v.Schedules, v.Resent, v.DoubleEffects, v.StaleEffects)
+			}
+		}
 	}
 	for _, a := range doc.Agreement {
 		if !a.Same {
@@ -270,6 +276,9 @@ func scenarioSummary(s scenario.Scenario) string {
 	final := "nothing stored"
 	if s.Final != nil {
 		final = fmt.Sprintf("%q at epoch %d", s.Final.Value, s.Final.ValueEpoch)
+	}
+	if s.FinalToolEffects != nil {
+		final = fmt.Sprintf("tool effects: %d", len(s.FinalToolEffects))
 	}
 	return fmt.Sprintf("%-40s %s; final %s", s.Name, strings.Join(s.Verdicts.Claims(), ", "), final)
 }

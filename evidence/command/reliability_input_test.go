@@ -82,7 +82,7 @@ func TestCommandRefusesBadInput(t *testing.T) {
 		// or one it never writes added, is refused before the run, naming
 		// the key.
 		for name, tampered := range map[string]struct{ content, path string }{
-			"removed": {strings.Replace(string(valid), `"schema": "leases-experiment/4",`+"\n  ", "", 1), "$.schema: missing"},
+			"removed": {strings.Replace(string(valid), `"schema": "leases-experiment/5",`+"\n  ", "", 1), "$.schema: missing"},
 			"added":   {strings.Replace(string(valid), `"bounds": {`, `"bounds": {"clock_skew": 0,`, 1), "$.backends[0].exploration.bounds.clock_skew: no such key"},
 		} {
 			t.Run(name, func(t *testing.T) {

@@ -174,6 +174,23 @@ func BoundsFor(backend string) explore.Bounds {
 // (lost updates, I3 and I5 unfenced, gaps, none guarded).
 var SmallBounds = explore.Bounds{Workers: 2, TTL: 1, LastTick: 1}
 
+// ToolBoundsFor is the bounds of the explored model of operations on a
+// backend: explore.DefaultToolBounds (two operations a tenure, each sent
+// up to twice), except on etcd, where each of its 2,320 states costs a
+// round trip or two and the model takes seconds: there one operation a
+// tenure, sent up to twice (234 schedules, with resends, double effects
+// and stale effects in the unprotected variant, as the defaults have).
+func ToolBoundsFor(backend string) explore.ToolBounds {
+	if backend == "etcd" {
+		return SmallToolBounds
+	}
+	return explore.DefaultToolBounds
+}
+
+// SmallToolBounds are the command's bounds of the model of operations on
+// etcd.
+var SmallToolBounds = explore.ToolBounds{Workers: 2, TTL: 1, LastTick: 1, Operations: 1, Sends: 2}
+
 // runOn runs the scenarios and the exploration on one backend. First the
 // scenarios that stop a member of the deployment (Def.StopsMembers: the
 // failover of etcd's leader), one at a time and alone: anything else on
@@ -235,6 +252,11 @@ func runOn(ctx context.Context, driver backend.Driver, deployment backend.Deploy
 		start := time.Now()
 		var err error
 		exploration, stats.Explore, err = explore.Explore(ctx, deployment, bounds)
+		if err == nil {
+			var tools explore.Stats
+			exploration.Tool, tools, err = explore.ExploreTools(ctx, deployment, ToolBoundsFor(driver.Name()))
+			stats.Explore.Add(tools)
+		}
 		stats.Exploration = time.Since(start)
 		if err != nil {
 			return fmt.Errorf("%s: %w", driver.Name(), err)

@@ -53,8 +53,8 @@ func StartWorker(t testing.TB, ctx context.Context, name, path string, env ...st
 }
 
 // RunScenario runs one named scenario on SQLite and reports its workers'
-// pids, failing t unless workers A and B were two processes other than
-// the test's.
+// pids (the tool server's too), failing t unless they were at least two
+// processes, each of its own and other than the test's.
 func RunScenario(t *testing.T, name string) (scenario.Scenario, map[string]int) {
 	t.Helper()
 	SkipWithoutStop(t)
@@ -65,10 +65,23 @@ func RunScenario(t *testing.T, name string) (scenario.Scenario, map[string]int) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pids["A"] == 0 || pids["B"] == 0 || pids["A"] == pids["B"] || pids["A"] == os.Getpid() || pids["B"] == os.Getpid() {
-		t.Fatalf("workers A and B must be two processes other than the test's (%d): %v", os.Getpid(), pids)
+	if !separate(pids) {
+		t.Fatalf("the scenario's workers (A and B, or one of them and the tool server) must be processes of their own, other than the test's (%d): %v", os.Getpid(), pids)
 	}
 	return sc, pids
+}
+
+// separate reports whether pids are at least two processes, each other
+// than every other and than this one.
+func separate(pids map[string]int) bool {
+	seen := map[int]bool{os.Getpid(): true}
+	for _, pid := range pids {
+		if pid == 0 || seen[pid] {
+			return false
+		}
+		seen[pid] = true
+	}
+	return len(pids) >= 2
 }
 
 // FindStep returns the n-th (from 1) step of actor doing operation.

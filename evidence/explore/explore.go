@@ -15,6 +15,10 @@ import (
 type Exploration struct {
 	Bounds    Bounds            `json:"bounds"`
 	Protocols []ProtocolFigures `json:"protocols"`
+	// Tool covers every schedule of the bounded model of operations
+	// within a tenure, with resends (ExploreTools; Explore leaves it
+	// nil, the command fills it).
+	Tool *ToolExploration `json:"tool_operations"`
 }
 
 // ProtocolFigures counts, for one protocol, the schedules explored and the
@@ -160,20 +164,15 @@ func exploreProtocol(ctx context.Context, deployment backend.Deployment, bounds 
 			I3: total.count[propFenceMonotone], I4: total.count[propOneValue], I5: total.count[propBelowCommitted],
 		},
 		LostUpdates: total.count[propLostUpdate], Gaps: total.count[propGap],
-		Counterexamples: []Counterexample{},
 	}
 	if p == FenceBeforeActingProtocol {
 		figures.StaleAfterRead = &total.count[propAfterRead]
 	}
-	for prop := range numProperties {
-		if total.best[prop] == nil {
-			continue
-		}
-		schedule, err := replay(ctx, deployment, bounds, p, f, total.best[prop], prop)
-		if err != nil {
-			return ProtocolFigures{}, Stats{}, err
-		}
-		figures.Counterexamples = append(figures.Counterexamples, Counterexample{propertyNames[prop], schedule})
+	figures.Counterexamples, err = counterexamples(total, propertyNames[:], func(schedule *suffix, prop property) ([]string, error) {
+		return replay(ctx, deployment, bounds, p, f, schedule, prop)
+	})
+	if err != nil {
+		return ProtocolFigures{}, Stats{}, err
 	}
 	return figures, Stats{States: len(x.memo), StepsRun: x.stepsRun, Restores: x.restores, Chain: x.stepsRun}, nil
 }
@@ -265,12 +264,7 @@ func (x *explorer) visit(ctx context.Context, s modelState) (*tally, error) {
 	actions := x.enabled(&s, make([]int8, 0, maxWorkers+1))
 	t := &tally{}
 	if len(actions) == 0 {
-		t.schedules = 1
-		for prop, seen := range s.seen {
-			if seen {
-				t.count[prop], t.best[prop] = 1, endOfSchedule
-			}
-		}
+		t = leaf(s.seen[:])
 	}
 	for _, action := range actions {
 		// Roll back to this state unless the database is still in it
@@ -305,14 +299,9 @@ func replay(ctx context.Context, deployment backend.Deployment, bounds Bounds, p
 		return nil, err
 	}
 	defer done()
-	var s modelState
-	var lines []string
-	for step := schedule; step != endOfSchedule; step = step.next {
-		var line string
-		if s, line, err = x.step(ctx, s, step.action); err != nil {
-			return nil, err
-		}
-		lines = append(lines, line)
+	s, lines, err := walk(ctx, modelState{}, schedule, x.step)
+	if err != nil {
+		return nil, err
 	}
 	if !s.seen[prop] || len(x.enabled(&s, nil)) != 0 {
 		return nil, errors.New("a counterexample did not replay: the explorer is not deterministic")

@@ -199,15 +199,25 @@ func (m *model) step(ctx context.Context, s modelState, action int8) (modelState
 	return s, "", fmt.Errorf("worker %s has no next step", name)
 }
 
-func (m *model) acquire(ctx context.Context, s modelState, i int) (modelState, string, error) {
+// grant is worker i's acquire at tick now, and the line describing it;
+// refused when the lease is held.
+func grant(ctx context.Context, authority acquirer, i int, now, ttl int64) (lease leases.Lease, refused bool, line string, err error) {
 	name := workerName(i)
-	lease, err := m.authority.Acquire(ctx, modelResource, name, s.clock, m.bounds.TTL)
-	if errors.Is(err, leases.ErrLeaseHeld) {
-		s.phases[i] = finished
-		return s, fmt.Sprintf("%s acquires at tick %d: refused", name, s.clock), nil
+	lease, err = authority.Acquire(ctx, modelResource, name, now, ttl)
+	switch {
+	case errors.Is(err, leases.ErrLeaseHeld):
+		return lease, true, fmt.Sprintf("%s acquires at tick %d: refused", name, now), nil
+	case err != nil:
+		return lease, false, "", err
 	}
-	if err != nil {
-		return s, "", err
+	return lease, false, fmt.Sprintf("%s acquires at tick %d: epoch %d, expires at tick %d", name, now, lease.Epoch, lease.ExpiresAt), nil
+}
+
+func (m *model) acquire(ctx context.Context, s modelState, i int) (modelState, string, error) {
+	lease, refused, line, err := grant(ctx, m.authority, i, s.clock, m.bounds.TTL)
+	if err != nil || refused {
+		s.phases[i] = finished
+		return s, line, err
 	}
 	if lease.Epoch > maxEpochs {
 		return s, "", fmt.Errorf("epoch %d is beyond the model's %d", lease.Epoch, maxEpochs)
@@ -222,7 +232,7 @@ func (m *model) acquire(ctx context.Context, s modelState, i int) (modelState, s
 		// split by it.
 		s.grants[i], s.expiries[i] = lease.GrantedAt, lease.ExpiresAt
 	}
-	return s, fmt.Sprintf("%s acquires at tick %d: epoch %d, expires at tick %d", name, s.clock, lease.Epoch, lease.ExpiresAt), nil
+	return s, line, nil
 }
 
 func (m *model) observe(ctx context.Context, s modelState, i int) (modelState, string, error) {

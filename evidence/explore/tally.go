@@ -1,5 +1,7 @@
 package explore
 
+import "context"
+
 // tally sums up every complete schedule that continues from one state: how
 // many there are, how many have each property, and the shortest one that
 // has it.
@@ -46,4 +48,47 @@ func shorter(action int8, rest, other *suffix) bool {
 		}
 	}
 	return false
+}
+
+// leaf is the tally of a complete schedule whose properties are seen.
+func leaf(seen []bool) *tally {
+	t := &tally{schedules: 1}
+	for prop, ok := range seen {
+		if ok {
+			t.count[prop], t.best[prop] = 1, endOfSchedule
+		}
+	}
+	return t
+}
+
+// counterexamples replays, for every property named in names that some
+// schedule of total has, the shortest such schedule.
+func counterexamples(total *tally, names []string, replay func(*suffix, property) ([]string, error)) ([]Counterexample, error) {
+	out := []Counterexample{}
+	for prop := range property(len(names)) {
+		if total.best[prop] == nil {
+			continue
+		}
+		schedule, err := replay(total.best[prop], prop)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Counterexample{names[prop], schedule})
+	}
+	return out, nil
+}
+
+// walk runs schedule's steps from s, and returns the state it ends in
+// and a line describing each step.
+func walk[S any](ctx context.Context, s S, schedule *suffix, step func(context.Context, S, int8) (S, string, error)) (S, []string, error) {
+	var lines []string
+	for at := schedule; at != endOfSchedule; at = at.next {
+		var line string
+		var err error
+		if s, line, err = step(ctx, s, at.action); err != nil {
+			return s, nil, err
+		}
+		lines = append(lines, line)
+	}
+	return s, lines, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"leases"
+	"leases/evidence/backend"
 	"leases/evidence/diagram"
 	"leases/evidence/scenario"
 )
@@ -15,27 +16,30 @@ const (
 	authority = "Auth"
 	receiver  = "R"
 	clockID   = "Clock"
+	toolID    = "Tool"
 )
 
 // scenarioDiagram draws a scenario's steps: every worker, the authority
 // and the receiver, one request and one answer per step.
-func scenarioDiagram(backend string, sc scenario.Scenario) ([]diagram.Participant, []diagram.Line) {
+func scenarioDiagram(backendName string, sc scenario.Scenario) ([]diagram.Participant, []diagram.Line) {
 	var workers []string
 	for _, s := range sc.Steps {
-		if s.Actor != scenario.ClusterActor && !slices.Contains(workers, s.Actor) {
+		if s.Actor != scenario.ClusterActor && s.Actor != scenario.ToolActor && !slices.Contains(workers, s.Actor) {
 			workers = append(workers, s.Actor)
 		}
 	}
 	slices.Sort(workers)
+	// The authority and the receiver (or the tool) between the first
+	// worker and the others, so that arrows read left and right.
+	middle := diagram.Participant{ID: receiver, Label: "receiver (" + string(sc.Receiver) + ")"}
+	if sc.Receiver == backend.HTTPTool {
+		middle = diagram.Participant{ID: toolID, Label: "tool server (process, its own SQLite)"}
+	}
 	var participants []diagram.Participant
 	for i, w := range workers {
 		participants = append(participants, diagram.Participant{ID: w, Label: "worker " + w + " (process)"})
 		if i == 0 {
-			// The authority and the receiver between the first worker and
-			// the others, so that arrows read left and right.
-			participants = append(participants,
-				diagram.Participant{ID: authority, Label: "authority (" + backend + ")"},
-				diagram.Participant{ID: receiver, Label: "receiver (" + string(sc.Receiver) + ")"})
+			participants = append(participants, diagram.Participant{ID: authority, Label: "authority (" + backendName + ")"}, middle)
 		}
 	}
 	var lines []diagram.Line
@@ -71,7 +75,14 @@ func stepLines(s scenario.Step) []diagram.Line {
 		return call(receiver, "read", record(s.ReceiverAfter))
 	case scenario.OpPause:
 		return []diagram.Line{diagram.Note(s.Actor, "paused: SIGSTOP")}
+	case scenario.OpStartTool:
+		return []diagram.Line{diagram.Note(toolID, "starts, on a SQLite file of its own")}
+	case scenario.OpCallTool:
+		return call(toolID, fmt.Sprintf("POST %q, epoch %d, key %s", s.Value, s.Epoch, s.Key), toolAnswer(s))
 	case scenario.OpResume:
+		if s.Outcome == scenario.OutcomeContinued {
+			return []diagram.Line{diagram.Note(s.Actor, fmt.Sprintf("continues (SIGCONT) at tick %d, no session", s.Tick))}
+		}
 		if s.Outcome == scenario.OutcomeEnded {
 			return []diagram.Line{diagram.Note(s.Actor, fmt.Sprintf("continues (SIGCONT) at tick %d: its session has ended", s.Tick))}
 		}
@@ -86,6 +97,18 @@ func stepLines(s scenario.Step) []diagram.Line {
 		return []diagram.Line{diagram.Note(authority, fmt.Sprintf("%s alone: lease epoch %d, %s", s.Detail, s.Epoch, record(s.ReceiverAfter)))}
 	}
 	return []diagram.Line{diagram.Note(s.Actor, s.Operation+": "+s.Outcome)}
+}
+
+// toolAnswer is the tool's answer to a call, and its effects after it.
+func toolAnswer(s scenario.Step) string {
+	answer := fmt.Sprintf("%d %s", s.Status, s.Outcome)
+	switch s.Outcome {
+	case scenario.OutcomeLost:
+		answer = "done, answer lost on the way"
+	case string(leases.Stale):
+		answer += fmt.Sprintf(", newest epoch %d", s.NewestEpoch)
+	}
+	return fmt.Sprintf("%s (effects: %d)", answer, len(s.ToolEffectsAfter))
 }
 
 // after says what the receiver holds after a write or an observe.

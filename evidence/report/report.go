@@ -41,6 +41,7 @@ func Blocks(doc *results.Results) (map[string]string, error) {
 	}
 	blocks["table scenarios"] = scenarioTable(doc)
 	blocks["table agreement"] = agreementTable(doc)
+	blocks["table tool operations"] = toolTable(doc)
 	return blocks, nil
 }
 

@@ -28,8 +28,12 @@ func scenarioTable(doc *results.Results) string {
 					}
 				}
 			}
+			final := record(sc.Final)
+			if sc.FinalToolEffects != nil {
+				final = fmt.Sprintf("tool effects: %d, one per operation", len(sc.FinalToolEffects))
+			}
 			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", sc.Name, sc.Receiver,
-				strings.Join(sc.Verdicts.Claims(), ", "), record(sc.Final), strings.Join(ranOn, ", "))
+				strings.Join(sc.Verdicts.Claims(), ", "), final, strings.Join(ranOn, ", "))
 		}
 	}
 	return b.String()
@@ -78,4 +82,23 @@ func number(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// toolTable is the explored model of operations on every backend: its
+// bounds and, per variant, its figures.
+func toolTable(doc *results.Results) string {
+	var out strings.Builder
+	out.WriteString("| backend | operations a tenure, sends each | variant | schedules | with a resend | double effects | stale effects |\n")
+	out.WriteString("|---|---|---|---:|---:|---:|---:|\n")
+	for _, b := range doc.Backends {
+		tool := b.Exploration.Tool
+		if tool == nil {
+			continue
+		}
+		for _, v := range tool.Variants {
+			fmt.Fprintf(&out, "| %s | %d, %d | %s | %s | %s | **%s** | **%s** |\n", b.Backend, tool.Bounds.Operations,
+				tool.Bounds.Sends, v.Variant, number(v.Schedules), number(v.Resent), number(v.DoubleEffects), number(v.StaleEffects))
+		}
+	}
+	return out.String()
 }

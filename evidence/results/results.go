@@ -18,7 +18,7 @@ import (
 
 // Schema names the layout of the results document; bump it when the
 // meaning of a field changes.
-const Schema = "leases-experiment/4"
+const Schema = "leases-experiment/5"
 
 // Results is the whole semantic result of one run: everything a reader
 // needs to check the claims, and nothing that varies between runs (no

@@ -92,7 +92,7 @@ func TestCheckShapeRefusesAnotherShape(t *testing.T) {
 	}
 	cases := []struct{ name, input, want string }{
 		{"an array", `[1,2,3]`, "at $: expected an object, got an array of 3 elements"},
-		{"a string", `"leases-experiment/4"`, `at $: expected an object, got "leases-experiment/4"`},
+		{"a string", `"leases-experiment/5"`, `at $: expected an object, got "leases-experiment/5"`},
 		{"null", `null`, "at $: expected an object, got null"},
 		{"an empty object", `{}`, "at $.schema: missing"},
 		{"another schema", replace(`"schema": "`+Schema+`"`, `"schema": "leases-experiment/3"`), `at $.schema: this command writes "` + Schema + `", not "leases-experiment/3"`},

@@ -61,9 +61,13 @@ func Run(ctx context.Context, driver backend.Driver, deployment backend.Deployme
 		leaseOf: map[string]leases.Lease{}, opts: opts,
 	}
 	def.Schedule(r)
+	effects, err := r.endTool()
 	r.killRemaining()
 	if r.err != nil {
 		return Scenario{}, fmt.Errorf("scenario %s, %w", def.Name, r.err)
+	}
+	if err != nil {
+		return Scenario{}, fmt.Errorf("scenario %s: the tool server: %w", def.Name, err)
 	}
 	final, found, err := r.observer(ctx, def.Params.Resource)
 	if err != nil {
@@ -71,9 +75,9 @@ func Run(ctx context.Context, driver backend.Driver, deployment backend.Deployme
 	}
 	sc = Scenario{
 		Name: def.Name, Description: def.Description, Receiver: def.Receiver,
-		Parameters: def.Params, Steps: r.steps, Final: recordOrNil(final, found),
+		Parameters: def.Params, Steps: r.steps, Final: recordOrNil(final, found), FinalToolEffects: effects,
 	}
-	sc.Verdicts = computeVerdicts(sc.Steps, sc.Final)
+	sc.Verdicts = computeVerdicts(sc.Steps, sc.Final, sc.FinalToolEffects)
 	return sc, nil
 }
 

@@ -45,6 +45,19 @@ const (
 	// LeaderFailover goes beyond the seed, on a replicated backend only:
 	// the cluster's leader stops between A's grant and B's.
 	LeaderFailover = "leader-failover"
+	// ToolRefusesPausedAgent goes beyond the seed: an agent calls a tool
+	// server (an HTTP tool behind package httpfence, its record of
+	// operations in a database of its own) and is paused past its
+	// lease's expiry; the next holder calls the tool, and the paused
+	// agent's next call is refused as stale.
+	ToolRefusesPausedAgent = "tool-refuses-paused-agent"
+	// ToolReplaysRetriedCall goes beyond the seed: the tool's answer is
+	// lost on the way back, the agent sends the same call again, and the
+	// record answers it as a replay, with one effect.
+	ToolReplaysRetriedCall = "tool-replays-retried-call"
+	// ToolRejectsConflictingKey goes beyond the seed: the agent sends
+	// another request under a key already used, and the tool rejects it.
+	ToolRejectsConflictingKey = "tool-rejects-conflicting-key"
 )
 
 // Every scenario uses the same resource, time-to-live and values, so that
@@ -59,6 +72,10 @@ var (
 	pausedHolderParams = Parameters{
 		Resource: gapParams.Resource, TTL: gapParams.TTL, ValueA: gapParams.ValueA, ValueB: gapParams.ValueB,
 		ConflictingValueB: "other-value-from-B",
+	}
+	toolParams = Parameters{
+		Resource: gapParams.Resource, TTL: gapParams.TTL, ValueA: gapParams.ValueA, ValueB: gapParams.ValueB,
+		ConflictingValueB: pausedHolderParams.ConflictingValueB,
 	}
 	sessionParams = Parameters{
 		Resource: gapParams.Resource, TTL: gapParams.TTL, ValueA: gapParams.ValueA, ValueB: gapParams.ValueB,
@@ -117,6 +134,28 @@ var defs = []Def{
 			"the stopped member restarts, and each member, read alone, holds the same lease epoch and record.",
 		Receiver: backend.Fenced, Params: gapParams, Schedule: leaderFailover, Backends: []string{"etcd"},
 		StopsMembers: true,
+	},
+	{
+		Name: ToolRefusesPausedAgent,
+		Description: "Beyond the seed, a tool server in a process of its own (HTTP behind httpfence, its record of " +
+			"operations and its effects in a SQLite file of its own): A acquires at tick 0 and calls the tool " +
+			"(op-1); A's process is stopped (SIGSTOP); B is refused one tick before A's expiry, acquires at the expiry " +
+			"tick and calls the tool (op-1, op-2 of its tenure); A continues (SIGCONT), holds no session, and calls the " +
+			"tool with epoch 1 (op-2): refused as stale, with epoch 2 named as the newest, and no effect.",
+		Receiver: backend.HTTPTool, Params: toolParams, Schedule: toolRefusesPausedAgent,
+	},
+	{
+		Name: ToolReplaysRetriedCall,
+		Description: "Beyond the seed: A acquires at tick 0 and calls the tool (op-1); the tool does it and answers, and " +
+			"the controller's proxy closes A's connection before the answer reaches A; A sends the same call again: " +
+			"a replay of the stored answer, and the operation has one effect.",
+		Receiver: backend.HTTPTool, Params: toolParams, Schedule: toolReplaysRetriedCall,
+	},
+	{
+		Name: ToolRejectsConflictingKey,
+		Description: "Beyond the seed: B acquires at tick 0 and calls the tool (op-1); B sends another value under the " +
+			"same key: a conflict, and no effect; the other value under a key of its own (op-2) is done.",
+		Receiver: backend.HTTPTool, Params: toolParams, Schedule: toolRejectsConflictingKey,
 	},
 }
 
@@ -198,4 +237,45 @@ func leaderFailover(r *script) {
 	r.readEachMember()
 	r.exit(b)
 	r.exit(a)
+}
+
+// toolRefusesPausedAgent: the receiver's side of the protection on the
+// tool path. A paused agent with no session cannot know that its lease
+// has run out; the tool, having admitted B's epoch, refuses it.
+func toolRefusesPausedAgent(r *script) {
+	actors := r.startWithTool("A", "B")
+	a, b := actors[0], actors[1]
+	expiry := r.def.Params.TTL
+	r.at(0).acquire(a)
+	r.callTool(a, "op-1", r.def.Params.ValueA)
+	r.pause(a)
+	r.at(expiry - 1).acquire(b) // refused: A's lease is live until its expiry tick
+	r.at(expiry).acquire(b)     // granted, epoch 2
+	r.callTool(b, "op-1", r.def.Params.ValueB)
+	r.callTool(b, "op-2", r.def.Params.ConflictingValueB) // many operations per tenure
+	r.resumeBare(a)
+	r.callTool(a, "op-2", r.def.Params.ValueA) // stale: the tool has admitted epoch 2
+	r.exit(b)
+	r.exit(a)
+}
+
+// toolReplaysRetriedCall: a retry after a lost answer is answered from
+// the record, not done again.
+func toolReplaysRetriedCall(r *script) {
+	a := r.startWithTool("A")[0]
+	r.at(0).acquire(a)
+	r.callToolAnswerLost(a, "op-1", r.def.Params.ValueA) // done, but A never learns it
+	r.callTool(a, "op-1", r.def.Params.ValueA)           // replay: the stored answer
+	r.exit(a)
+}
+
+// toolRejectsConflictingKey: a key names one operation; another request
+// under it is refused.
+func toolRejectsConflictingKey(r *script) {
+	b := r.startWithTool("B")[0]
+	r.at(0).acquire(b)
+	r.callTool(b, "op-1", r.def.Params.ValueB)
+	r.callTool(b, "op-1", r.def.Params.ConflictingValueB) // conflict
+	r.callTool(b, "op-2", r.def.Params.ConflictingValueB) // its own key: done
+	r.exit(b)
 }

@@ -27,7 +27,8 @@ type script struct {
 	highest     int64 // highest epoch granted so far
 	steps       []Step
 	err         error
-	started     sync.Mutex // held while WorkerStarted runs
+	startedMu   sync.Mutex  // held while WorkerStarted runs
+	tool        *toolServer // the tool server, once started
 }
 
 // actor is a worker as a schedule names it: a name, and the process once
@@ -74,15 +75,20 @@ func (r *script) launch(name string) (*worker.Worker, error) {
 		start = r.opts.Workers.Start
 	}
 	return start(r.ctx, name, worker.Options{
-		Backend: r.backendName, Address: r.sandbox.Address(),
-		Started: func(pid int) {
-			if r.opts.WorkerStarted != nil {
-				r.started.Lock()
-				defer r.started.Unlock()
-				r.opts.WorkerStarted(r.def.Name, name, pid)
-			}
-		},
+		Backend: r.backendName, Address: r.sandbox.Address(), Started: r.started(name),
 	})
+}
+
+// started is the Started callback of the worker called name: it passes
+// the pid to WorkerStarted, one call at a time.
+func (r *script) started(name string) func(pid int) {
+	return func(pid int) {
+		if r.opts.WorkerStarted != nil {
+			r.startedMu.Lock()
+			defer r.startedMu.Unlock()
+			r.opts.WorkerStarted(r.def.Name, name, pid)
+		}
+	}
 }
 
 // at moves the controller's logical clock; it never runs backwards.

@@ -13,7 +13,10 @@ type Scenario struct {
 	Parameters  Parameters       `json:"parameters"`
 	Steps       []Step           `json:"steps"`
 	Final       *leases.Record   `json:"final_receiver_state"`
-	Verdicts    Verdicts         `json:"verdicts"`
+	// FinalToolEffects are the tool's effects at the end, in the order
+	// they were done: only a scenario with a tool server has them.
+	FinalToolEffects []ToolEffect `json:"final_tool_effects,omitempty"`
+	Verdicts         Verdicts     `json:"verdicts"`
 }
 
 // Parameters are the scenario's fixed inputs.
@@ -43,7 +46,8 @@ type Step struct {
 	ExpiresAt int64  `json:"expires_at,omitempty"`
 	Value     string `json:"value,omitempty"`
 	// Outcome is granted or refused (acquire); accepted, replay, conflict
-	// or stale (write, observe); read (read); exited (exit).
+	// or stale (write, observe, call-tool); answer-lost (call-tool); read
+	// (read); exited (exit).
 	Outcome string `json:"outcome"`
 	// Detail is the authority's reason for a refusal.
 	Detail string `json:"detail,omitempty"`
@@ -53,6 +57,24 @@ type Step struct {
 	// ReceiverAfter is the receiver's record after the step, read by the
 	// controller in a transaction of its own; null while nothing is stored.
 	ReceiverAfter *leases.Record `json:"receiver_after"`
+	// Key is a tool call's operation key (Idempotency-Key).
+	Key string `json:"key,omitempty"`
+	// Status is the HTTP status of the tool's answer; NewestEpoch the
+	// newest epoch the tool had admitted, which a stale call's answer
+	// names (Leases-Newest-Epoch).
+	Status      int   `json:"status,omitempty"`
+	NewestEpoch int64 `json:"newest_epoch,omitempty"`
+	// ToolEffectsAfter are the tool's effects after a tool call, read by
+	// the controller from the tool's database.
+	ToolEffectsAfter []ToolEffect `json:"tool_effects_after,omitempty"`
+}
+
+// ToolEffect is one effect the tool server did: a row it wrote, in the
+// transaction of its record, for the operation (epoch, key).
+type ToolEffect struct {
+	Epoch int64  `json:"epoch"`
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // Operations of a step.
@@ -68,7 +90,11 @@ const (
 	OpStopLeader = "stop-leader"    // the cluster's leader member stops
 	OpRestart    = "restart-member" // it starts again and catches up
 	OpReadMember = "read-member"    // a read served by one member alone
+	OpCallTool   = "call-tool"      // an HTTP call of the tool server, with the lease's headers
 )
+
+// ToolActor is the actor of the tool server's own steps (its start).
+const ToolActor = "tool"
 
 // ClusterActor is the actor of the steps done to the cluster itself.
 const ClusterActor = "cluster"
@@ -81,7 +107,10 @@ const (
 	OutcomeExited    = "exited"
 	OutcomeStopped   = "stopped"
 	OutcomeRestarted = "restarted"
-	OutcomeHolding   = "holding"  // the session survived the resume
-	OutcomeEnded     = "ended"    // the session had ended by then
-	OutcomeNotSent   = "not-sent" // the session had ended: the write was never sent
+	OutcomeHolding   = "holding"   // the session survived the resume
+	OutcomeEnded     = "ended"     // the session had ended by then
+	OutcomeNotSent   = "not-sent"  // the session had ended: the write was never sent
+	OutcomeContinued = "continued" // a worker without a session runs again (SIGCONT)
+	OutcomeServing   = "serving"   // the tool server listens
+	OutcomeLost      = "answer-lost"
 )

@@ -1,6 +1,10 @@
 package scenario
 
-import "leases"
+import (
+	"fmt"
+
+	"leases"
+)
 
 // Verdicts are the scenario's claims in a form a reader can check at a
 // glance. Each is computed from the steps, never written in.
@@ -35,9 +39,24 @@ type Verdicts struct {
 	// MembersAgree: the cluster's members were each read alone, and every
 	// one held the same lease epoch and the same record.
 	MembersAgree bool `json:"members_agree"`
+	// ToolStaleRefused: the tool refused a call as stale, naming as the
+	// newest epoch the highest the authority had granted, and did no
+	// effect for it.
+	ToolStaleRefused bool `json:"tool_call_refused_stale_with_newest_epoch"`
+	// ToolReplayOneEffect: a call resent after its answer was lost was
+	// answered as a replay, and its operation has exactly one effect.
+	ToolReplayOneEffect bool `json:"tool_retry_replayed_one_effect"`
+	// ToolConflictRejected: the tool rejected a call whose key was used
+	// with another request, and did no effect for it.
+	ToolConflictRejected bool `json:"tool_conflict_rejected"`
+	// ToolStaleAccepted: the tool did a call whose epoch was below the
+	// highest the authority had granted at that moment.
+	ToolStaleAccepted bool `json:"tool_stale_call_accepted"`
+	// ToolEffectTwice: one operation (epoch and key) has two effects.
+	ToolEffectTwice bool `json:"tool_effect_done_twice"`
 }
 
-func computeVerdicts(steps []Step, final *leases.Record) Verdicts {
+func computeVerdicts(steps []Step, final *leases.Record, finalEffects []ToolEffect) Verdicts {
 	var v Verdicts
 	var live *Step // the latest granted lease
 	highestAccepted := int64(0)
@@ -83,7 +102,51 @@ func computeVerdicts(steps []Step, final *leases.Record) Verdicts {
 	}
 	v.MembersAgree = membersAgree(steps)
 	v.NewerValueLost = final != nil && final.ValueEpoch < highestAccepted
+	toolVerdicts(&v, steps, finalEffects)
 	return v
+}
+
+// toolVerdicts computes the verdicts of the steps that call a tool.
+func toolVerdicts(v *Verdicts, steps []Step, finalEffects []ToolEffect) {
+	lost := map[string]bool{} // the operations whose answer was lost
+	effectsBefore := []ToolEffect{}
+	for i := range steps {
+		s := &steps[i]
+		if s.Operation != OpCallTool {
+			continue
+		}
+		added := len(s.ToolEffectsAfter) > len(effectsBefore)
+		op := fmt.Sprintf("%d/%s", s.Epoch, s.Key)
+		switch leases.Outcome(s.Outcome) {
+		case leases.Stale:
+			v.ToolStaleRefused = v.ToolStaleRefused ||
+				(s.NewestEpoch == s.HighestEpochGranted && s.Epoch < s.NewestEpoch && !added)
+		case leases.Replay:
+			v.ToolReplayOneEffect = v.ToolReplayOneEffect || (lost[op] && !added && effectsOf(s.ToolEffectsAfter, s.Epoch, s.Key) == 1)
+		case leases.Conflict:
+			v.ToolConflictRejected = v.ToolConflictRejected || !added
+		case leases.Accepted:
+			v.ToolStaleAccepted = v.ToolStaleAccepted || s.Epoch < s.HighestEpochGranted
+		}
+		if s.Outcome == OutcomeLost {
+			lost[op] = true
+		}
+		effectsBefore = s.ToolEffectsAfter
+	}
+	for _, e := range finalEffects {
+		v.ToolEffectTwice = v.ToolEffectTwice || effectsOf(finalEffects, e.Epoch, e.Key) > 1
+	}
+}
+
+// effectsOf counts the effects of the operation (epoch, key).
+func effectsOf(effects []ToolEffect, epoch int64, key string) int {
+	n := 0
+	for _, e := range effects {
+		if e.Epoch == epoch && e.Key == key {
+			n++
+		}
+	}
+	return n
 }
 
 // membersAgree reports whether the steps read the cluster's members one
@@ -127,6 +190,11 @@ func (v Verdicts) Claims() []string {
 	add(v.NotLiveRejected, "rejected as not live")
 	add(v.WriteNotSentSessionEnded, "write not sent: session ended")
 	add(v.MembersAgree, "members agree")
+	add(v.ToolStaleRefused, "tool refused the stale call (newest epoch named)")
+	add(v.ToolReplayOneEffect, "retry after a lost answer replayed, one effect")
+	add(v.ToolConflictRejected, "tool rejected the key's other request")
+	add(v.ToolStaleAccepted, "STALE TOOL CALL DONE")
+	add(v.ToolEffectTwice, "TOOL EFFECT DONE TWICE")
 	return claims
 }
 
@@ -158,7 +226,7 @@ func (sc Scenario) Work() Work {
 	var w Work
 	actors := map[string]bool{}
 	for _, s := range sc.Steps {
-		if s.Actor != ClusterActor {
+		if s.Actor != ClusterActor && s.Actor != ToolActor {
 			actors[s.Actor] = true
 		}
 		if s.Operation == OpReadMember {
@@ -167,7 +235,9 @@ func (sc Scenario) Work() Work {
 		}
 		w.Reads++ // the controller reads the receiver after every step
 		switch {
-		case s.Operation == OpExit:
+		case s.Operation == OpExit, s.Operation == OpStartTool, s.Operation == OpCallTool,
+			s.Operation == OpResume && s.Outcome == OutcomeContinued:
+			// nothing asked of the store: the tool keeps its own database
 		case s.Operation == OpStopLeader:
 			w.Elections++
 		case s.Operation == OpRestart:

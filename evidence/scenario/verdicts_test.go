@@ -39,6 +39,17 @@ type verdictCase struct {
 	want  Verdicts
 }
 
+// toolVerdictCase is a case of the tool's verdicts: no receiver's
+// record, and the tool's effects at the end.
+type toolVerdictCase struct {
+	verdictCase
+	effects []ToolEffect
+}
+
+func toolCase(name string, steps []Step, want Verdicts, effects []ToolEffect) toolVerdictCase {
+	return toolVerdictCase{verdictCase{name: name, steps: steps, want: want}, effects}
+}
+
 // verdictCases are step lists where each verdict must come out true, and
 // near misses where it must not. want is the whole Verdicts, so a case
 // also shows that no other verdict is set by it.
@@ -168,6 +179,65 @@ var verdictCases = []verdictCase{
 		Verdicts{RefusedOneTickBeforeExpiry: true, GrantedAtExpiry: true}},
 }
 
+var (
+	oneEffect = []ToolEffect{{Epoch: 1, Key: "op-1", Value: "a"}}
+	twice     = []ToolEffect{{Epoch: 1, Key: "op-1", Value: "a"}, {Epoch: 1, Key: "op-1", Value: "a"}}
+)
+
+// toolStep is a tool call with its answer (newest: the epoch a stale
+// answer names) and the tool's effects after it.
+func toolStep[O ~string](actor string, epoch int64, key string, outcome O, highest, newest int64, after []ToolEffect) Step {
+	return Step{Actor: actor, Operation: OpCallTool, Epoch: epoch, Key: key, Outcome: string(outcome),
+		HighestEpochGranted: highest, NewestEpoch: newest, ToolEffectsAfter: after}
+}
+
+// toolVerdictCases are the verdicts of the tool's scenarios, as
+// verdictCases are the others'.
+var toolVerdictCases = []toolVerdictCase{
+	// tool_call_refused_stale_with_newest_epoch
+	toolCase("a stale call refused, the newest epoch named, no effect",
+		[]Step{toolStep("A", 1, "op-1", leases.Accepted, 1, 0, oneEffect), toolStep("A", 1, "op-2", leases.Stale, 2, 2, oneEffect)},
+		Verdicts{ToolStaleRefused: true}, nil),
+	toolCase("a stale call refused naming an older epoch than granted",
+		[]Step{toolStep("A", 1, "op-2", leases.Stale, 3, 2, nil)}, Verdicts{}, nil),
+	toolCase("a stale call refused, and an effect added all the same",
+		[]Step{toolStep("A", 1, "op-2", leases.Stale, 2, 2, oneEffect)}, Verdicts{}, nil),
+
+	// tool_retry_replayed_one_effect
+	toolCase("a retry after a lost answer replayed, one effect",
+		[]Step{toolStep("A", 1, "op-1", OutcomeLost, 1, 0, oneEffect), toolStep("A", 1, "op-1", leases.Replay, 1, 0, oneEffect)},
+		Verdicts{ToolReplayOneEffect: true}, oneEffect),
+	toolCase("a replay with no answer lost before",
+		[]Step{toolStep("A", 1, "op-1", leases.Accepted, 1, 0, oneEffect), toolStep("A", 1, "op-1", leases.Replay, 1, 0, oneEffect)},
+		Verdicts{}, oneEffect),
+	toolCase("a retry after a lost answer done again",
+		[]Step{toolStep("A", 1, "op-1", OutcomeLost, 1, 0, oneEffect), toolStep("A", 1, "op-1", leases.Accepted, 1, 0, twice)},
+		Verdicts{ToolEffectTwice: true}, twice),
+	toolCase("a replay after a lost answer, with two effects",
+		[]Step{toolStep("A", 1, "op-1", OutcomeLost, 1, 0, twice), toolStep("A", 1, "op-1", leases.Replay, 1, 0, twice)},
+		Verdicts{ToolEffectTwice: true}, twice),
+
+	// tool_conflict_rejected
+	toolCase("another request under a used key rejected, no effect",
+		[]Step{toolStep("B", 1, "op-1", leases.Accepted, 1, 0, oneEffect), toolStep("B", 1, "op-1", leases.Conflict, 1, 0, oneEffect)},
+		Verdicts{ToolConflictRejected: true}, oneEffect),
+	toolCase("a conflict answered, and an effect added",
+		[]Step{toolStep("B", 1, "op-1", leases.Accepted, 1, 0, oneEffect), toolStep("B", 1, "op-1", leases.Conflict, 1, 0, twice)},
+		Verdicts{}, nil),
+
+	// tool_stale_call_accepted
+	toolCase("a call below the highest epoch granted done",
+		[]Step{toolStep("A", 1, "op-2", leases.Accepted, 2, 0, oneEffect)},
+		Verdicts{ToolStaleAccepted: true}, nil),
+	toolCase("a call at the highest epoch granted done",
+		[]Step{toolStep("A", 2, "op-2", leases.Accepted, 2, 0, oneEffect)}, Verdicts{}, nil),
+
+	// tool_effect_done_twice
+	toolCase("one operation with two effects at the end", nil, Verdicts{ToolEffectTwice: true}, twice),
+	toolCase("one key at two epochs: two operations", nil, Verdicts{},
+		[]ToolEffect{{Epoch: 1, Key: "op-1", Value: "a"}, {Epoch: 2, Key: "op-1", Value: "a"}}),
+}
+
 func memberRead(epoch int64, record *leases.Record) Step {
 	return Step{Actor: ClusterActor, Operation: OpReadMember, Epoch: epoch, Outcome: OutcomeRead, ReceiverAfter: record}
 }
@@ -176,9 +246,13 @@ func memberRead(epoch int64, record *leases.Record) Step {
 // false in the near misses: another tick, the same holder, the same epoch,
 // an observe instead of a write, a rejection instead of an acceptance.
 func TestComputeVerdicts(t *testing.T) {
+	cases := slices.Clone(toolVerdictCases)
 	for _, tc := range verdictCases {
+		cases = append(cases, toolVerdictCase{verdictCase: tc})
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := computeVerdicts(tc.steps, tc.final); got != tc.want {
+			if got := computeVerdicts(tc.steps, tc.final, tc.effects); got != tc.want {
 				t.Fatalf("verdicts\n got %+v\nwant %+v", got, tc.want)
 			}
 		})
@@ -189,8 +263,10 @@ func TestComputeVerdicts(t *testing.T) {
 // verdict added to Verdicts without a case here fails.
 func TestComputeVerdictsCoversEveryVerdict(t *testing.T) {
 	verdicts := reflect.TypeFor[Verdicts]()
+	wanted := func(tc verdictCase, i int) bool { return reflect.ValueOf(tc.want).Field(i).Bool() }
 	for i := range verdicts.NumField() {
-		if !slices.ContainsFunc(verdictCases, func(tc verdictCase) bool { return reflect.ValueOf(tc.want).Field(i).Bool() }) {
+		if !slices.ContainsFunc(verdictCases, func(tc verdictCase) bool { return wanted(tc, i) }) &&
+			!slices.ContainsFunc(toolVerdictCases, func(tc toolVerdictCase) bool { return wanted(tc.verdictCase, i) }) {
 			t.Errorf("no case wants verdict %s true", verdicts.Field(i).Name)
 		}
 	}

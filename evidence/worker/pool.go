@@ -130,3 +130,13 @@ func (p *Pool) Close() {
 		}
 	}
 }
+
+// StartTool is StartTool with a process of the pool.
+func (p *Pool) StartTool(ctx context.Context, name, path string, opts Options) (*Worker, error) {
+	opts.Backend, opts.Address = toolArg, path
+	w, err := p.Start(ctx, name, opts)
+	if err != nil {
+		return nil, fmt.Errorf("start tool %s: %w", name, err)
+	}
+	return w, nil
+}

@@ -16,6 +16,7 @@ import (
 type Worker struct {
 	name    string
 	pid     int
+	address string // the tool server's (StartTool)
 	cmd     *exec.Cmd
 	stdin   *os.File
 	replies chan replyLine
@@ -127,7 +128,7 @@ func (w *Worker) hello(ctx context.Context) error {
 		w.Kill()
 		return err
 	}
-	w.pid = hello.PID
+	w.pid, w.address = hello.PID, hello.Address
 	return nil
 }
 

@@ -22,6 +22,7 @@ const (
 	opSession      = "session"       // start a session on the worker's own clock
 	opClock        = "clock"         // move the worker's clock
 	opSessionWrite = "session-write" // check the session, then write with its epoch
+	opCallTool     = "call-tool"     // call the tool server over HTTP with a lease's headers
 	opExit         = "exit"
 )
 
@@ -37,6 +38,8 @@ type request struct {
 	Value    string           `json:"value,omitempty"`
 	Receiver backend.Receiver `json:"receiver,omitempty"`
 	Lease    *leases.Lease    `json:"lease,omitempty"` // renew, release, guarded write
+	URL      string           `json:"url,omitempty"`   // call-tool
+	Key      string           `json:"key,omitempty"`   // call-tool: the operation key
 }
 
 // reply is a worker's answer: its pid once at start, then one reply per
@@ -49,11 +52,14 @@ type request struct {
 // and is waiting to be killed.
 type reply struct {
 	PID       int                 `json:"pid,omitempty"`
+	Address   string              `json:"address,omitempty"` // the tool server's, with its pid
 	Lease     *leases.Lease       `json:"lease,omitempty"`
 	Refused   string              `json:"refused,omitempty"`
 	Write     *leases.WriteResult `json:"write,omitempty"`
 	Read      *readReply          `json:"read,omitempty"`
 	Ended     string              `json:"ended,omitempty"`
+	Tool      *ToolAnswer         `json:"tool,omitempty"` // call-tool: the tool's answer
+	Lost      string              `json:"lost,omitempty"` // call-tool: no answer came, and why
 	Paused    string              `json:"paused,omitempty"`
 	Error     string              `json:"error,omitempty"`
 	Sentinels []string            `json:"sentinels,omitempty"`

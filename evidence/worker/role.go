@@ -91,7 +91,7 @@ func play(drivers []backend.Driver, args []string, in io.Reader, out, stderr io.
 			return playStandby(drivers, in, out, stderr)
 		}
 	case 2:
-		return run(context.Background(), drivers, args[0], args[1], in, out, stderr)
+		return playAs(drivers, args[0], args[1], in, out, stderr)
 	}
 	fmt.Fprintf(stderr, "worker: want a backend and an address, or nothing; got %q\n", args)
 	return 2
@@ -123,7 +123,21 @@ func playStandby(drivers []backend.Driver, in io.Reader, out, stderr io.Writer) 
 		fmt.Fprintf(stderr, "worker in standby: reading its assignment: %v\n", err)
 		return 2
 	}
-	return run(context.Background(), drivers, a.Backend, a.Address, lines, out, stderr)
+	return playAs(drivers, a.Backend, a.Address, lines, out, stderr)
+}
+
+// playAs is a worker on the backend called backendName and the sandbox at
+// address, or, for the backend toolArg, the tool server of the file at
+// address.
+func playAs(drivers []backend.Driver, backendName, address string, in io.Reader, out, stderr io.Writer) int {
+	if backendName == toolArg {
+		if err := serveTool(address, in, out); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		return 0
+	}
+	return run(context.Background(), drivers, backendName, address, in, out, stderr)
 }
 
 // Bare starts a bare worker, waits, bounded by ctx, for it to announce

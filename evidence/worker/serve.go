@@ -129,6 +129,8 @@ func (w *worker) perform(ctx context.Context, req request) reply {
 		return w.moveClock(req.Tick)
 	case opSessionWrite:
 		return w.sessionWrite(ctx, req)
+	case opCallTool:
+		return callTool(ctx, req)
 	}
 	return reply{Error: fmt.Sprintf("unknown operation %q", req.Op)}
 }

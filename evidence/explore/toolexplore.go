@@ -1,0 +1,195 @@
+package explore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"leases/evidence/backend"
+)
+
+// ExploreTools runs every schedule of the bounded model of operations,
+// in each variant, on the real authority of a running backend and the
+// real record of operations of a tool (package ops, on an in-memory
+// SQLite database of the tool's own).
+func ExploreTools(ctx context.Context, deployment backend.Deployment, bounds ToolBounds) (*ToolExploration, Stats, error) {
+	var stats Stats
+	if err := bounds.Check(); err != nil {
+		return nil, stats, err
+	}
+	ex := &ToolExploration{Bounds: bounds}
+	for _, v := range toolVariants {
+		figures, each, err := exploreVariant(ctx, deployment, bounds, v, nil)
+		if err != nil {
+			return nil, stats, fmt.Errorf("explore the tool, %s: %w", v, err)
+		}
+		stats.Add(each)
+		ex.Variants = append(ex.Variants, figures)
+	}
+	return ex, stats, nil
+}
+
+// toolFault, when set, breaks the tool's record on purpose: tests use
+// it to show that the counters can fail. It changes the model before
+// the exploration.
+type toolFault func(*toolModel)
+
+func exploreVariant(ctx context.Context, deployment backend.Deployment, bounds ToolBounds, v ToolVariant, fault toolFault) (ToolFigures, Stats, error) {
+	x, done, err := newToolExplorer(ctx, deployment, bounds, v, fault)
+	if err != nil {
+		return ToolFigures{}, Stats{}, err
+	}
+	defer done()
+	total, err := x.visit(ctx, toolState{}, nil)
+	if err != nil {
+		return ToolFigures{}, Stats{}, err
+	}
+	figures := ToolFigures{
+		Variant: v, Schedules: total.schedules, Resent: total.count[toolResent],
+		DoubleEffects: total.count[toolDouble], StaleEffects: total.count[toolStale],
+	}
+	figures.Counterexamples, err = counterexamples(total, toolPropertyNames[:], func(schedule *suffix, prop property) ([]string, error) {
+		return replayTool(ctx, deployment, bounds, v, fault, schedule, prop)
+	})
+	if err != nil {
+		return ToolFigures{}, Stats{}, err
+	}
+	return figures, Stats{States: len(x.memo), StepsRun: x.stepsRun, Restores: x.restores, Chain: x.stepsRun}, nil
+}
+
+// toolExplorer walks the tree of schedules depth first, as explorer
+// does: a state is the model's part, the authority's rows and the
+// tool's, and each distinct state is expanded once.
+type toolExplorer struct {
+	toolModel
+	store              backend.Rewindable
+	memo               map[toolKey]*tally
+	stepsRun, restores int
+	current            toolKey // the databases' rows right now
+}
+
+type toolKey struct {
+	model            toolState
+	authority, tools string
+}
+
+func newToolExplorer(ctx context.Context, deployment backend.Deployment, bounds ToolBounds, v ToolVariant, fault toolFault) (*toolExplorer, func(), error) {
+	store, err := deployment.Rewindable(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	tool, err := openToolDB(ctx, v == WithRecord)
+	if err != nil {
+		return nil, nil, errors.Join(err, store.Close())
+	}
+	x := &toolExplorer{
+		toolModel: toolModel{bounds: bounds, variant: v, authority: store.Authority(), tool: tool},
+		store:     store, memo: map[toolKey]*tally{},
+	}
+	if fault != nil {
+		fault(&x.toolModel)
+	}
+	return x, func() { _ = errors.Join(tool.close(), store.Close()) }, nil
+}
+
+// snapshot names the state of both databases now. authority is the
+// authority's rows when known: only an acquire changes them, and on a
+// remote backend each snapshot is a round trip.
+func (x *toolExplorer) snapshot(ctx context.Context, s toolState, authority *string) (toolKey, error) {
+	if authority == nil {
+		rows, err := x.store.Snapshot(ctx)
+		if err != nil {
+			return toolKey{}, err
+		}
+		text := string(rows)
+		authority = &text
+	}
+	tools, err := x.tool.snapshot(ctx)
+	return toolKey{model: s, authority: *authority, tools: tools}, err
+}
+
+// restore rolls both databases back to key's rows, where they differ.
+func (x *toolExplorer) restore(ctx context.Context, key toolKey) error {
+	if x.current.authority != key.authority {
+		if err := x.store.Restore(ctx, []byte(key.authority)); err != nil {
+			return err
+		}
+		x.restores++
+	}
+	if x.current.tools != key.tools {
+		if err := x.tool.restore(ctx, key.tools); err != nil {
+			return err
+		}
+		x.restores++
+	}
+	x.current = key
+	return nil
+}
+
+// visit returns the tally of every schedule that continues from s; the
+// databases must be in s's state, and authority, when not nil, is the
+// authority's rows.
+func (x *toolExplorer) visit(ctx context.Context, s toolState, authority *string) (*tally, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	key, err := x.snapshot(ctx, s, authority)
+	if err != nil {
+		return nil, err
+	}
+	x.current = key
+	if t, ok := x.memo[key]; ok {
+		return t, nil
+	}
+	actions := x.enabled(&s, make([]int8, 0, toolTick+1))
+	t := &tally{}
+	if len(actions) == 0 {
+		t = leaf(s.seen[:numToolProperties])
+	}
+	for _, action := range actions {
+		if err := x.restore(ctx, key); err != nil {
+			return nil, err
+		}
+		next, _, err := x.step(ctx, s, action)
+		if err != nil {
+			return nil, err
+		}
+		x.stepsRun++
+		same := &key.authority
+		if x.acquires(action) {
+			same = nil
+		}
+		child, err := x.visit(ctx, next, same)
+		if err != nil {
+			return nil, err
+		}
+		t.add(action, child)
+	}
+	x.memo[key] = t
+	return t, nil
+}
+
+// acquires reports whether action is an acquire, the only step that
+// changes the authority's rows.
+func (x *toolExplorer) acquires(action int8) bool {
+	return action != toolTick && int(action)%actionsPerWorker == 0
+}
+
+// replayTool runs one schedule from the start on fresh databases,
+// describing each step, and confirms that it has the property it was
+// chosen for.
+func replayTool(ctx context.Context, deployment backend.Deployment, bounds ToolBounds, v ToolVariant, fault toolFault, schedule *suffix, prop property) ([]string, error) {
+	x, done, err := newToolExplorer(ctx, deployment, bounds, v, fault)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	s, lines, err := walk(ctx, toolState{}, schedule, x.step)
+	if err != nil {
+		return nil, err
+	}
+	if !s.seen[prop] || len(x.enabled(&s, nil)) != 0 {
+		return nil, errors.New("a counterexample of the tool did not replay: the explorer is not deterministic")
+	}
+	return lines, nil
+}
