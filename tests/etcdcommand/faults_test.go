@@ -26,8 +26,12 @@ func TestMemberFaultsEndTheRun(t *testing.T) {
 		// is ready.
 		{"pwrite64 ENOSPC, 1st", "pwrite64:error=ENOSPC:when=1", []string{"member m0"}},
 		{"pwrite64 ENOSPC, 3rd", "pwrite64:error=ENOSPC:when=3", []string{"member m0"}},
-		// Creating the snapshot directory: a fatal log line, exit 1.
-		{"write ENOSPC, 3rd", "write:error=ENOSPC:when=3", []string{"member m0"}},
+		// From the 3rd on: at the latest creating the snapshot
+		// directory (a fatal log line, exit 1). Not the 3rd alone: which
+		// write is 3rd depends on the scheduler (the Go runtime's
+		// netpollBreak writes too), and a loaded machine once made it
+		// one whose failure the member survived, and the run exited 0.
+		{"write ENOSPC, 3rd on", "write:error=ENOSPC:when=3+", []string{"member m0"}},
 		// From the 30th on: mostly a commit of the member's database
 		// in the middle of the run. The member exits; the others could
 		// go on, but the run ends at once, naming it.
