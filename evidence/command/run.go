@@ -246,20 +246,9 @@ func runOn(ctx context.Context, driver backend.Driver, deployment backend.Deploy
 		err := run(ctx, beside)
 		stats.Scenarios = time.Since(start)
 		return err
-	}, func(ctx context.Context) error {
-		start := time.Now()
-		var err error
-		exploration, stats.Explore, err = explore.Explore(ctx, deployment, bounds)
-		if toolBounds, ok := ToolBoundsFor(driver.Name()); ok && err == nil {
-			var tools explore.Stats
-			exploration.Tool, tools, err = explore.ExploreTools(ctx, deployment, toolBounds)
-			stats.Explore.Add(tools)
-		}
-		stats.Exploration = time.Since(start)
-		if err != nil {
-			return fmt.Errorf("%s: %w", driver.Name(), err)
-		}
-		return nil
+	}, func(ctx context.Context) (err error) {
+		exploration, err = exploreOn(ctx, driver.Name(), deployment, bounds, stats)
+		return err
 	})
 	section := results.Backend{Backend: driver.Name(), Exploration: exploration}
 	for _, def := range scenario.Defs() { // in the document's order
@@ -268,6 +257,24 @@ func runOn(ctx context.Context, driver backend.Driver, deployment backend.Deploy
 		}
 	}
 	return section, err
+}
+
+// exploreOn explores every schedule within bounds on deployment, and the
+// model of operations where the command explores it (ToolBoundsFor).
+func exploreOn(ctx context.Context, backendName string, deployment backend.Deployment, bounds explore.Bounds, stats *BackendStats) (*explore.Exploration, error) {
+	start := time.Now()
+	defer func() { stats.Exploration = time.Since(start) }()
+	exploration, explored, err := explore.Explore(ctx, deployment, bounds)
+	stats.Explore = explored
+	if toolBounds, ok := ToolBoundsFor(backendName); ok && err == nil {
+		var tools explore.Stats
+		exploration.Tool, tools, err = explore.ExploreTools(ctx, deployment, toolBounds)
+		stats.Explore.Add(tools)
+	}
+	if err != nil {
+		return exploration, fmt.Errorf("%s: %w", backendName, err)
+	}
+	return exploration, nil
 }
 
 // oneThenOther runs parts one after the other, until one fails.
