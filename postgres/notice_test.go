@@ -101,7 +101,9 @@ func TestIsSerializationFailure(t *testing.T) {
 	}
 }
 
-// The change watch stays open while the resource's row does not change:
+// The change watch that reads the row (the Authority's, and the Lessor's
+// where the driver cannot LISTEN) stays open while the resource's row
+// does not change:
 // it reads the row again and again (four waits seen: at least two reads
 // after the one at the call) without closing.
 func TestChangedStaysOpenWhileTheRowIsUnchanged(t *testing.T) {
@@ -112,7 +114,7 @@ func TestChangedStaysOpenWhileTheRowIsUnchanged(t *testing.T) {
 	if _, err := lessor.Acquire(ctx, "r", "A", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	changed, err := lessor.Changed(ctx, "r")
+	changed, err := store.Authority().Changed(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestChangedClosesOnAReleaseRightAfterTheCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed, err := lessor.Changed(ctx, "r")
+	changed, err := store.Authority().Changed(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
