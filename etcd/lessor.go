@@ -46,10 +46,14 @@ const (
 // The ticks in the leases it returns are this process's wall clock, in
 // milliseconds, when the answer came, and the time-to-live etcd reports:
 // nothing decides on them. Only the Lessor may write its keys: a holder
-// key deleted by hand would leave its etcd lease alive.
+// key deleted by hand (or by a release from another process) ends its
+// tenure at the tenure's next renewal, which reads the key after its
+// keep-alive went out: the shared etcd lease outlives any one tenure.
 func (s *Store) Lessor() leases.Lessor {
-	return &lessor{store: s, shared: map[int64]*sharedLease{}, tenures: map[tenure]*heldTenure{},
+	l := &lessor{store: s, shared: map[int64]*sharedLease{}, tenures: map[tenure]*heldTenure{},
 		batches: map[clientv3.LeaseID]*batch{}, keepAliveOnce: s.client.KeepAliveOnce}
+	l.stillHeld = l.keyStillHeld
+	return l
 }
 
 type lessor struct {
@@ -67,6 +71,9 @@ type lessor struct {
 	batches map[clientv3.LeaseID]*batch
 	// keepAliveOnce is the client's; the tests of batches hold it.
 	keepAliveOnce func(context.Context, clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error)
+	// stillHeld is keyStillHeld; the tests of batches, with no cluster,
+	// answer it themselves.
+	stillHeld func(context.Context, leases.Lease, clientv3.LeaseID) (bool, error)
 }
 
 var _ leases.Lessor = (*lessor)(nil)
@@ -291,12 +298,36 @@ func (l *lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration
 		// The keep-alive may have reached the leader: the lease may have
 		// been extended, or not. Either way it lasts no shorter.
 		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, outcomeUnknown(ctx, err)))
-	case own != nil && !l.renewed(t, own, began, ttl):
-		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, errEnded(held))
+	}
+	if own != nil {
+		// The shared etcd lease outlives a tenure whose key was deleted
+		// (a release from another process, the reaper): the keep-alive
+		// alone would renew it. The key read after the keep-alive went
+		// out must still be this tenure's.
+		if ok, err := l.stillHeld(ctx, held, id); err != nil {
+			return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, outcomeUnknown(ctx, err)))
+		} else if !ok || !l.renewed(t, own, began, ttl) {
+			l.drop(t, own)
+			return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, errEnded(held))
+		}
 	}
 	now := time.Now().UnixMilli()
 	held.ExpiresAt, held.Ticks = now+resp.TTL*1000, leases.LocalMillis
 	return held, nil
+}
+
+// keyStillHeld reads held's holder key and says whether it is still
+// held's, attached to the etcd lease id.
+func (l *lessor) keyStillHeld(ctx context.Context, held leases.Lease, id clientv3.LeaseID) (bool, error) {
+	views, err := l.store.read(ctx, l.store.key(heldKind, held.Resource))
+	if err != nil || !views[0].found() {
+		return false, err
+	}
+	var record holdRecord
+	if err := json.Unmarshal(views[0].value, &record); err != nil {
+		return false, fmt.Errorf("decode %s: %w", views[0].key, err)
+	}
+	return record.Holder == held.Holder && record.Epoch == held.Epoch && record.Lease == int64(id), nil
 }
 
 // Release implements [leases.Lessor.Release]: the deletion of held's

@@ -33,7 +33,8 @@ func (h heldKeepAlives) keepAliveOnce(ctx context.Context, _ clientv3.LeaseID) (
 func heldLessor(t *testing.T) (*lessor, heldKeepAlives, [2]leases.Lease) {
 	h := heldKeepAlives{calls: make(chan chan keepAliveAnswer)}
 	l := &lessor{store: New(nil, Options{CallTimeout: time.Hour}), shared: map[int64]*sharedLease{},
-		tenures: map[tenure]*heldTenure{}, batches: map[clientv3.LeaseID]*batch{}, keepAliveOnce: h.keepAliveOnce}
+		tenures: map[tenure]*heldTenure{}, batches: map[clientv3.LeaseID]*batch{}, keepAliveOnce: h.keepAliveOnce,
+		stillHeld: func(context.Context, leases.Lease, clientv3.LeaseID) (bool, error) { return true, nil }}
 	ready := make(chan struct{})
 	close(ready)
 	sl := &sharedLease{seconds: 3600, ready: ready, id: 7, ttl: 3600, users: 3} // never revoked here
