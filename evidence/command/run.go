@@ -48,7 +48,9 @@ type RunStats struct {
 type BackendStats struct {
 	Backend string
 	Start   time.Duration // readying the backend (starting a cluster)
-	Workers int           // worker processes started
+	Workers int           // workers started (a process of the pool each, one at a time)
+	// Processes counts the worker processes the run started.
+	Processes int
 	// Alone is the wall time of the scenarios that run alone (they stop
 	// a member); then Scenarios, of the others, and Exploration, side by
 	// side where SideBySide.
@@ -218,7 +220,10 @@ func runOn(ctx context.Context, driver backend.Driver, deployment backend.Deploy
 	scenarioOpts := opts.Scenario
 	if scenarioOpts.Workers == nil {
 		pool := worker.NewPool(ctx, 2)
-		defer pool.Close()
+		defer func() {
+			pool.Close()
+			stats.Processes = pool.Started()
+		}()
 		scenarioOpts.Workers = pool
 	}
 	run := func(ctx context.Context, defs []scenario.Def) error {

@@ -84,20 +84,28 @@ func (t timingsTable) backend(b BackendStats, f backend.Floors, reexec time.Dura
 	} else if b.Start > time.Millisecond {
 		t.line("start", 0, 0, 0, b.Start)
 	}
-	alone, beside, all, alones, besides := splitWork(scenarios, f)
-	// A scenario starts its workers at once: a start's floor each.
-	workFloor := func(w scenario.Work, scenarios int) time.Duration {
-		return time.Duration(scenarios)*reexec + time.Duration(w.Writes)*f.Write + time.Duration(w.Reads)*f.Read +
+	alone, beside, all, alones := splitWork(scenarios, f)
+	workFloor := func(w scenario.Work) time.Duration {
+		return time.Duration(w.Writes)*f.Write + time.Duration(w.Reads)*f.Read +
 			time.Duration(w.Elections)*f.Election + time.Duration(w.Restarts)*f.Restart
 	}
-	t.line("worker processes started (two at once)", all.Workers, reexec, time.Duration(len(scenarios))*reexec, 0)
+	// The pool starts its first processes at once, and the first
+	// scenario waits for them: one start's floor. Later scenarios are
+	// served by processes that earlier ones gave back, or that started
+	// while they ran.
+	t.line("worker processes started (ahead, reused)", b.Processes, reexec, reexec, 0)
 	t.line("transactions that commit", all.Writes, f.Write, time.Duration(all.Writes)*f.Write, 0)
 	t.line("transactions that only read", all.Reads, f.Read, time.Duration(all.Reads)*f.Read, 0)
 	if all.Elections+all.Restarts > 0 {
 		t.line("leaders stopped (an election; floor: alone)", all.Elections, f.Election, time.Duration(all.Elections)*f.Election, 0)
 		t.line("members restarted (floor: alone)", all.Restarts, f.Restart, time.Duration(all.Restarts)*f.Restart, 0)
 	}
-	aloneFloor, besideFloor := workFloor(alone, alones), workFloor(beside, besides)
+	aloneFloor, besideFloor := workFloor(alone), workFloor(beside)
+	if alones > 0 {
+		aloneFloor += reexec
+	} else {
+		besideFloor += reexec
+	}
 	if alones > 0 {
 		t.line("scenarios that stop a member, alone", 0, 0, aloneFloor, b.Alone)
 	}
@@ -124,8 +132,8 @@ func (t timingsTable) backend(b BackendStats, f backend.Floors, reexec time.Dura
 
 // splitWork counts the work of scenarios (their stores' opens included,
 // as f has them): of those that ran alone, of the others, and of all,
-// and how many scenarios ran alone and not.
-func splitWork(scenarios []scenario.Scenario, f backend.Floors) (alone, others, all scenario.Work, alones, besides int) {
+// and how many scenarios ran alone.
+func splitWork(scenarios []scenario.Scenario, f backend.Floors) (alone, others, all scenario.Work, alones int) {
 	for _, sc := range scenarios {
 		w := sc.Work()
 		w.Writes += f.OpenWrites
@@ -136,10 +144,9 @@ func splitWork(scenarios []scenario.Scenario, f backend.Floors) (alone, others, 
 			alones++
 		} else {
 			others.Add(w)
-			besides++
 		}
 	}
-	return alone, others, all, alones, besides
+	return alone, others, all, alones
 }
 
 // stopsMembers reports whether the scenario called name runs alone.

@@ -64,6 +64,9 @@ func (w *Worker) SendRead(resource string) (*Call, error) {
 // send writes one request line and returns without waiting. A stopped
 // worker's pipe holds the line until the worker runs again.
 func (w *Worker) send(req request) (*Call, error) {
+	if w.left.Load() {
+		return nil, w.errLeft()
+	}
 	line, err := json.Marshal(req)
 	if err != nil {
 		return nil, err

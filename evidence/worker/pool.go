@@ -11,17 +11,28 @@ import (
 // process that has started and announced itself but opened no store yet.
 // Pool.Start hands one its sandbox, so that a scenario waits for a store
 // to open, not for this binary to start (tens of milliseconds of CPU
-// each, most of a scenario's time on SQLite), and starts the next in the
-// background, while the scenario runs. Each worker still serves one
-// scenario only and is as fresh as one Start makes: nothing of an earlier
-// scenario is in it.
+// each, most of it the packages' init, most of a worker's cost), and
+// starts the next in the background, while the scenario runs. A worker
+// that exits (Exit) ends its session and closes its store, and its
+// process goes back to the pool, to serve the next scenario: one
+// scenario at a time, each on a store it opens itself, none of an earlier
+// one's state left in it but the process. Its two workers are always two
+// processes: a process serves one Worker at a time.
 type Pool struct {
 	ctx   context.Context
-	ready chan standby // never more than its capacity: one per spawn
+	size  int          // processes kept in standby, or on their way
+	ready chan standby // pushed only under mu, never blocking
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	shut  bool
+	// spawning counts the starts under way; started, every process the
+	// pool started (Started).
+	spawning, started int
 }
+
+// poolIdle bounds the processes a pool keeps in standby: more, given
+// back, are ended.
+const poolIdle = 8
 
 // standby is one process the pool started, or why it could not.
 type standby struct {
@@ -30,26 +41,80 @@ type standby struct {
 }
 
 // NewPool starts size workers in standby, bounded by ctx (which also
-// bounds every later spawn); Close ends those never handed out.
+// bounds every later spawn); Close ends those in standby.
 func NewPool(ctx context.Context, size int) *Pool {
-	p := &Pool{ctx: ctx, ready: make(chan standby, size)}
+	p := &Pool{ctx: ctx, size: size, ready: make(chan standby, poolIdle)}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for range size {
 		p.spawn()
 	}
 	return p
 }
 
-// spawn starts one worker in standby in the background.
-func (p *Pool) spawn() {
+// Started is how many processes the pool has started.
+func (p *Pool) Started() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.started
+}
+
+// spawn starts one worker in standby in the background; p.mu is held.
+func (p *Pool) spawn() {
 	if p.shut {
 		return
 	}
+	p.spawning++
+	p.started++
 	p.wg.Go(func() {
 		w, err := startStandby(p.ctx)
-		p.ready <- standby{w, err}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.spawning--
+		p.put(standby{w, err})
 	})
+}
+
+// refill starts a process in standby unless size of them are ready or
+// on their way.
+func (p *Pool) refill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.ready)+p.spawning < p.size {
+		p.spawn()
+	}
+}
+
+// put keeps s for a later Start, or ends its process if the pool is
+// closed or full; p.mu is held.
+func (p *Pool) put(s standby) {
+	if !p.shut {
+		select {
+		case p.ready <- s:
+			return
+		default:
+		}
+	}
+	if s.w != nil {
+		s.w.Kill()
+	}
+}
+
+// takeBack asks w's process to leave its assignment, which it answers
+// once its session has ended and its store is closed, and keeps the
+// process in standby for a later Start; w does nothing more. A process
+// that fails to leave is killed.
+func (p *Pool) takeBack(ctx context.Context, w *Worker) error {
+	if _, err := w.call(ctx, request{Op: opLeave}); err != nil {
+		w.Kill()
+		return err
+	}
+	w.left.Store(true)
+	back := &Worker{process: w.process, name: "in standby", pid: w.pid}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.put(standby{w: back})
+	return nil
 }
 
 func startStandby(ctx context.Context) (*Worker, error) {
@@ -81,12 +146,12 @@ func (p *Pool) Start(ctx context.Context, name string, opts Options) (*Worker, e
 		return nil, fmt.Errorf("start worker %s: %w", name, context.Cause(ctx))
 	case s = <-p.ready:
 	}
-	p.spawn()
+	p.refill()
 	if s.err != nil {
 		return nil, fmt.Errorf("start worker %s: %w", name, s.err)
 	}
 	w := s.w
-	w.name = name
+	w.name, w.pool = name, p
 	if opts.Started != nil {
 		opts.Started(w.pid)
 	}
@@ -110,10 +175,10 @@ func (w *Worker) assign(ctx context.Context, backendName, address string) error 
 	return w.hello(ctx)
 }
 
-// Close ends the workers in standby that were never handed out, once
-// every spawn has finished. A spawn that failed is no failure of the run
-// unless a Start was handed it. Workers handed out are their scenario's
-// to end.
+// Close ends the workers in standby, once every spawn has finished. A
+// spawn that failed is no failure of the run unless a Start was handed
+// it. Workers handed out are their scenario's to end: one that exits
+// after Close is ended then.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.shut = true

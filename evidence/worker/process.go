@@ -9,14 +9,27 @@ import (
 	"leases/internal/roles"
 	"os"
 	"os/exec"
+	"sync/atomic"
 )
 
 // Worker is the controller's end of one worker: a child process of this
 // very binary, driven one JSON line at a time over its stdin and stdout.
+// A worker of a Pool is one assignment of a process the pool keeps: once
+// it has exited (Exit), the process may serve another Worker, and this
+// one does nothing more.
 type Worker struct {
+	*process
 	name    string
 	pid     int
 	address string // the tool server's (StartTool)
+	pool    *Pool  // the pool the process goes back to on Exit
+	// left is set once the process went back to its pool: the process is
+	// no longer this Worker's to use, signal or kill.
+	left atomic.Bool
+}
+
+// process is a worker's child process and the controller's pipes to it.
+type process struct {
 	cmd     *exec.Cmd
 	stdin   *os.File
 	replies chan replyLine
@@ -25,6 +38,11 @@ type Worker struct {
 	// waitErr is why waiting for the process failed, leaving its exit
 	// status unknown (cmd.ProcessState nil); set before exited is closed.
 	waitErr error
+}
+
+// errLeft is what a Worker that went back to its pool answers.
+func (w *Worker) errLeft() error {
+	return fmt.Errorf("worker %s has exited", w.name)
 }
 
 type replyLine struct {
@@ -91,7 +109,7 @@ func spawn(ctx context.Context, cmd *exec.Cmd, opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, errors.Join(err, childIn.Close(), stdin.Close())
 	}
-	w := &Worker{stdin: stdin, replies: make(chan replyLine, 1), exited: make(chan struct{})}
+	w := &Worker{process: &process{stdin: stdin, replies: make(chan replyLine, 1), exited: make(chan struct{})}}
 	w.cmd = cmd
 	w.cmd.Env = append(w.cmd.Env, opts.Env...)
 	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = childIn, childOut, &w.stderr
@@ -208,7 +226,15 @@ func (w *Worker) receive(ctx context.Context) (reply, error) {
 }
 
 // Exit asks the worker to exit and waits, bounded by ctx, until it has.
+// A worker of a Pool ends its session and closes its store, and its
+// process goes back to the pool.
 func (w *Worker) Exit(ctx context.Context) error {
+	if w.left.Load() {
+		return w.errLeft()
+	}
+	if w.pool != nil {
+		return w.pool.takeBack(ctx, w)
+	}
 	if _, err := w.call(ctx, request{Op: opExit}); err != nil {
 		return err
 	}
@@ -228,6 +254,9 @@ func (w *Worker) Exit(ctx context.Context) error {
 // worker takes it as the order to exit), and waits, bounded by ctx, until
 // the worker has exited on its own.
 func (w *Worker) Abandon(ctx context.Context) error {
+	if w.left.Load() {
+		return nil
+	}
 	_ = w.stdin.Close()
 	select {
 	case <-ctx.Done():
@@ -238,8 +267,12 @@ func (w *Worker) Abandon(ctx context.Context) error {
 	return nil
 }
 
-// Kill ends the worker at once, whatever it is doing, and reaps it.
+// Kill ends the worker at once, whatever it is doing, and reaps it; a
+// worker that went back to its pool is no longer its to end.
 func (w *Worker) Kill() {
+	if w.left.Load() {
+		return
+	}
 	_ = w.stdin.Close()
 	_ = w.cmd.Process.Kill()
 	<-w.exited

@@ -24,6 +24,7 @@ const (
 	opSessionWrite = "session-write" // check the session, then write with its epoch
 	opCallTool     = "call-tool"     // call the tool server over HTTP with a lease's headers
 	opExit         = "exit"
+	opLeave        = "leave" // a pool's worker: end the assignment, keep the process (Pool)
 )
 
 // request is one command from the controller to a worker.

@@ -79,7 +79,8 @@ func command(args ...string) (*exec.Cmd, error) {
 }
 
 // play is the worker role: a worker on one of drivers (arguments: the
-// backend's name and the sandbox's address), or a bare worker (none).
+// backend's name and the sandbox's address), a worker in standby (one:
+// standbyArg), or a bare worker (none).
 func play(drivers []backend.Driver, args []string, in io.Reader, out, stderr io.Writer) int {
 	switch len(args) {
 	case 0:
@@ -91,7 +92,8 @@ func play(drivers []backend.Driver, args []string, in io.Reader, out, stderr io.
 			return playStandby(drivers, in, out, stderr)
 		}
 	case 2:
-		return playAs(drivers, args[0], args[1], in, out, stderr)
+		status, _ := playAs(drivers, args[0], args[1], bufio.NewReader(in), out, stderr)
+		return status
 	}
 	fmt.Fprintf(stderr, "worker: want a backend and an address, or nothing; got %q\n", args)
 	return 2
@@ -100,42 +102,49 @@ func play(drivers []backend.Driver, args []string, in io.Reader, out, stderr io.
 // standbyArg is the one argument of a worker in standby (Pool).
 const standbyArg = "standby"
 
-// assignment is the first line a worker in standby reads: where it works.
+// assignment is the line a worker in standby reads: where it works next.
 type assignment struct {
 	Backend string `json:"backend"`
 	Address string `json:"address"`
 }
 
-// playStandby announces the worker, waits for its assignment, and then
-// is the worker it names. An input that ends first is the order to exit.
+// playStandby announces the worker and waits for an assignment, then is
+// the worker it names; once that worker has left its assignment (opLeave:
+// its store closed, nothing of it kept), it waits for the next. An input
+// that ends while it waits is the order to exit.
 func playStandby(drivers []backend.Driver, in io.Reader, out, stderr io.Writer) int {
 	fmt.Fprintf(out, "{\"pid\":%d}\n", os.Getpid())
 	lines := bufio.NewReader(in)
-	line, err := lines.ReadBytes('\n')
-	if err == io.EOF && len(line) == 0 {
-		return 0
+	for {
+		line, err := readLine(lines)
+		if err == io.EOF {
+			return 0
+		}
+		var a assignment
+		if err == nil {
+			err = json.Unmarshal(line, &a)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "worker in standby: reading its assignment: %v\n", err)
+			return 2
+		}
+		if status, left := playAs(drivers, a.Backend, a.Address, lines, out, stderr); !left {
+			return status
+		}
 	}
-	var a assignment
-	if err == nil {
-		err = json.Unmarshal(line, &a)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "worker in standby: reading its assignment: %v\n", err)
-		return 2
-	}
-	return playAs(drivers, a.Backend, a.Address, lines, out, stderr)
 }
 
 // playAs is a worker on the backend called backendName and the sandbox at
 // address, or, for the backend toolArg, the tool server of the file at
-// address.
-func playAs(drivers []backend.Driver, backendName, address string, in io.Reader, out, stderr io.Writer) int {
+// address. left: it left the assignment and may take another.
+func playAs(drivers []backend.Driver, backendName, address string, in *bufio.Reader, out, stderr io.Writer) (status int, left bool) {
 	if backendName == toolArg {
-		if err := serveTool(address, in, out); err != nil {
+		left, err := serveTool(address, in, out)
+		if err != nil {
 			fmt.Fprintln(stderr, err)
-			return 1
+			return 1, false
 		}
-		return 0
+		return 0, left
 	}
 	return run(context.Background(), drivers, backendName, address, in, out, stderr)
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,40 +17,55 @@ import (
 	"leases/session"
 )
 
-// run serves as a worker and returns its exit status. A worker that exits
-// early says why as its last line on stderr, which the controller quotes
-// when it reports the worker's end.
-func run(ctx context.Context, drivers []backend.Driver, name, address string, in io.Reader, out, stderr io.Writer) int {
-	if err := serve(ctx, drivers, name, address, in, out); err != nil {
+// run serves as a worker and returns its exit status, and whether it left
+// its assignment (opLeave) rather than exited: a worker in standby then
+// waits for the next one. A worker that exits early says why as its last
+// line on stderr, which the controller quotes when it reports the
+// worker's end.
+func run(ctx context.Context, drivers []backend.Driver, name, address string, in *bufio.Reader, out, stderr io.Writer) (status int, left bool) {
+	left, err := serve(ctx, drivers, name, address, in, out)
+	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 1
+		return 1, false
 	}
-	return 0
+	return 0, left
 }
 
 // serve opens its own store on the sandbox, announces its pid, then
 // performs one request per input line. It returns when told to exit or
-// when its input ends: a controller that is gone leaves no worker behind.
-// Its error says why the worker exits early; the worker prints it as its
-// last line on stderr.
-func serve(ctx context.Context, drivers []backend.Driver, name, address string, in io.Reader, out io.Writer) (err error) {
+// to leave, or when its input ends: a controller that is gone leaves no
+// worker behind. Told to leave, it ends its session and closes its store
+// before it replies, so that the reply says the process holds nothing of
+// the assignment any more. Its error says why the worker exits early; the
+// worker prints it as its last line on stderr.
+func serve(ctx context.Context, drivers []backend.Driver, name, address string, in *bufio.Reader, out io.Writer) (left bool, err error) {
 	enc := json.NewEncoder(out)
 	driver, err := backend.Find(drivers, name)
+	var store backend.Store
 	if err == nil {
-		var store backend.Store
-		if store, err = driver.Open(ctx, address); err == nil {
-			w := &worker{store: store}
-			defer func() {
-				w.endSession()
-				if closeErr := store.Close(); err == nil && closeErr != nil {
-					err = fmt.Errorf("closing the store: %w", closeErr)
-				}
-			}()
-			return w.serve(ctx, in, enc)
-		}
+		store, err = driver.Open(ctx, address)
 	}
-	_ = enc.Encode(failure(err))
-	return err
+	if err != nil {
+		_ = enc.Encode(failure(err))
+		return false, err
+	}
+	w := &worker{store: store}
+	end, err := w.serve(ctx, in, enc)
+	w.endSession()
+	if closeErr := store.Close(); err == nil && closeErr != nil {
+		err = fmt.Errorf("closing the store: %w", closeErr)
+	}
+	if end != opLeave {
+		return false, err
+	}
+	if err != nil {
+		_ = enc.Encode(failure(err))
+		return false, err
+	}
+	if err := enc.Encode(reply{}); err != nil {
+		return false, fmt.Errorf("writing a reply: %w", err)
+	}
+	return true, nil
 }
 
 // worker is one worker process's state: its store, and the session it
@@ -60,33 +76,61 @@ type worker struct {
 	session *session.Session
 }
 
-func (w *worker) serve(ctx context.Context, in io.Reader, enc *json.Encoder) error {
+// serve announces the worker and performs requests until one says exit
+// (answered here) or leave (answered by the caller, once the store is
+// closed), which it returns, or until the input ends ("").
+func (w *worker) serve(ctx context.Context, in *bufio.Reader, enc *json.Encoder) (end string, err error) {
 	if err := enc.Encode(reply{PID: os.Getpid()}); err != nil {
-		return fmt.Errorf("announcing its pid: %w", err)
+		return "", fmt.Errorf("announcing its pid: %w", err)
 	}
-	lines := bufio.NewScanner(in)
-	lines.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for lines.Scan() {
-		var req request
-		if err := json.Unmarshal(lines.Bytes(), &req); err != nil {
-			err = fmt.Errorf("garbled request: %w", err)
-			_ = enc.Encode(failure(err))
-			return err
+	for {
+		req, err := readRequest(in)
+		if err == io.EOF {
+			return "", nil
 		}
-		if req.Op == opExit {
+		if err != nil {
+			_ = enc.Encode(failure(err))
+			return "", err
+		}
+		switch req.Op {
+		case opLeave:
+			return opLeave, nil
+		case opExit:
 			if err := enc.Encode(reply{}); err != nil {
-				return fmt.Errorf("writing a reply: %w", err)
+				return opExit, fmt.Errorf("writing a reply: %w", err)
 			}
-			return nil
+			return opExit, nil
 		}
 		if err := enc.Encode(w.perform(ctx, req)); err != nil {
-			return fmt.Errorf("writing a reply: %w", err)
+			return "", fmt.Errorf("writing a reply: %w", err)
 		}
 	}
-	if err := lines.Err(); err != nil {
-		return fmt.Errorf("reading a request: %w", err)
+}
+
+// readRequest reads the next request; io.EOF: the input ended.
+func readRequest(in *bufio.Reader) (request, error) {
+	line, err := readLine(in)
+	if err == io.EOF {
+		return request{}, err
 	}
-	return nil
+	if err != nil {
+		return request{}, fmt.Errorf("reading a request: %w", err)
+	}
+	var req request
+	if err := json.Unmarshal(line, &req); err != nil {
+		return request{}, fmt.Errorf("garbled request: %w", err)
+	}
+	return req, nil
+}
+
+// readLine reads one input line, without its newline; a last line
+// without one counts too. io.EOF: the input ended, nothing left.
+func readLine(in *bufio.Reader) ([]byte, error) {
+	line, err := in.ReadBytes('\n')
+	if err == io.EOF && len(line) > 0 {
+		err = nil
+	}
+	return bytes.TrimSuffix(line, []byte("\n")), err
 }
 
 func (w *worker) perform(ctx context.Context, req request) reply {

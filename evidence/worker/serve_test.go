@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"path/filepath"
@@ -27,9 +28,9 @@ func (f *fullAfter) Write(p []byte) (int, error) {
 // line on stderr; the controller quotes that line, not the whole tail.
 func TestWorkerSaysWhyItExits(t *testing.T) {
 	var stderr strings.Builder
-	in := strings.NewReader(`{"op":"read","resource":"r","receiver":"fenced"}` + "\n")
+	in := bufio.NewReader(strings.NewReader(`{"op":"read","resource":"r","receiver":"fenced"}` + "\n"))
 	drivers := []backend.Driver{backend.SQLite{}}
-	code := run(context.Background(), drivers, "sqlite", filepath.Join(t.TempDir(), "w.db"), in, &fullAfter{n: 1}, &stderr)
+	code, _ := run(context.Background(), drivers, "sqlite", filepath.Join(t.TempDir(), "w.db"), in, &fullAfter{n: 1}, &stderr)
 	if code != 1 || stderr.String() != "writing a reply: no space left on device\n" {
 		t.Fatalf("exit %d, stderr %q; want 1 and the reason", code, stderr.String())
 	}
@@ -43,7 +44,7 @@ func TestWorkerSaysWhyItExits(t *testing.T) {
 	if got := silent.saying(); got != "" {
 		t.Fatalf("a silent worker quoted as %q", got)
 	}
-	if !errors.Is(serve(context.Background(), drivers, "sqlite", filepath.Join(t.TempDir(), "w.db"), strings.NewReader("{}\n"), &fullAfter{n: 0}), syscall.ENOSPC) {
+	if _, err := serve(context.Background(), drivers, "sqlite", filepath.Join(t.TempDir(), "w.db"), bufio.NewReader(strings.NewReader("{}\n")), &fullAfter{n: 0}); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatal("a failed announcement is not reported with its cause")
 	}
 }

@@ -25,6 +25,9 @@ func CanStop() error { return canStop }
 // Stop returns the worker runs no instruction until Continue (or Kill,
 // which ends a stopped worker as well).
 func (w *Worker) Stop(ctx context.Context) error {
+	if w.left.Load() {
+		return w.errLeft()
+	}
 	if err := sendStop(w.cmd.Process); err != nil {
 		return fmt.Errorf("stop worker %s: %w", w.name, err)
 	}
@@ -43,6 +46,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 
 // Continue resumes a stopped worker with SIGCONT.
 func (w *Worker) Continue() error {
+	if w.left.Load() {
+		return w.errLeft()
+	}
 	if err := sendContinue(w.cmd.Process); err != nil {
 		return fmt.Errorf("continue worker %s: %w", w.name, err)
 	}

@@ -58,41 +58,59 @@ func (w *Worker) Address() string { return w.address }
 
 // serveTool is the tool server's process: it opens its file, listens on
 // a loopback port, announces its pid and address, and serves until its
-// input ends or says exit.
-func serveTool(path string, in io.Reader, out io.Writer) error {
+// input ends or says exit, or leave (then it answers once the server and
+// its file are closed, and left is true).
+func serveTool(path string, in *bufio.Reader, out io.Writer) (left bool, err error) {
 	ctx := context.Background()
 	enc := json.NewEncoder(out)
 	db, table, err := openTool(ctx, path)
 	if err != nil {
 		_ = enc.Encode(failure(err))
-		return err
+		return false, err
 	}
-	defer db.Close()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = enc.Encode(failure(err))
-		return err
+		return false, errors.Join(err, db.Close())
 	}
 	server := &http.Server{Handler: toolHandler(table)}
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(listener) }()
-	if err := enc.Encode(reply{PID: os.Getpid(), Address: listener.Addr().String()}); err != nil {
-		return errors.Join(fmt.Errorf("announcing its address: %w", err), server.Close())
+	end := ""
+	if err = enc.Encode(reply{PID: os.Getpid(), Address: listener.Addr().String()}); err != nil {
+		err = fmt.Errorf("announcing its address: %w", err)
+	} else {
+		end, err = toolOrders(in)
 	}
-	lines := bufio.NewScanner(in)
-	for lines.Scan() {
-		if strings.Contains(lines.Text(), `"op":"`+opExit+`"`) {
-			break
-		}
-	}
-	err = server.Shutdown(ctx)
+	err = errors.Join(err, server.Shutdown(ctx))
 	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
 		err = errors.Join(err, serveErr)
+	}
+	err = errors.Join(err, db.Close())
+	if end == "" {
+		return false, err
 	}
 	if err == nil {
 		err = enc.Encode(reply{})
 	}
-	return err
+	return err == nil && end == opLeave, err
+}
+
+// toolOrders reads the tool server's input until it says exit or leave,
+// which it returns, or ends ("").
+func toolOrders(in *bufio.Reader) (string, error) {
+	for {
+		req, err := readRequest(in)
+		if err == io.EOF {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if req.Op == opExit || req.Op == opLeave {
+			return req.Op, nil
+		}
+	}
 }
 
 // openTool opens the tool's file with one connection and creates the
