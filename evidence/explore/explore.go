@@ -153,7 +153,7 @@ func exploreProtocol(ctx context.Context, deployment backend.Deployment, bounds 
 		return ProtocolFigures{}, Stats{}, err
 	}
 	defer done()
-	total, err := x.visit(ctx, modelState{})
+	total, err := x.visit(stepContext(ctx, deployment), modelState{})
 	if err != nil {
 		return ProtocolFigures{}, Stats{}, err
 	}
@@ -185,6 +185,7 @@ func exploreProtocol(ctx context.Context, deployment backend.Deployment, bounds 
 // tally reused, while every schedule is still counted.
 type explorer struct {
 	model
+	stop     context.Context // ends the walk, checked between steps
 	store    backend.Rewindable
 	memo     map[stateKey]*tally
 	stepsRun int
@@ -241,7 +242,7 @@ func newExplorer(ctx context.Context, deployment backend.Deployment, bounds Boun
 	}
 	x := &explorer{
 		model: model{bounds: bounds, protocol: p, authority: auth, receiver: receiver, guarded: guarded},
-		store: store, memo: map[stateKey]*tally{},
+		stop:  ctx, store: store, memo: map[stateKey]*tally{},
 	}
 	return x, func() { _ = store.Close() }, nil
 }
@@ -249,7 +250,7 @@ func newExplorer(ctx context.Context, deployment backend.Deployment, bounds Boun
 // visit returns the tally of every schedule that continues from s; the
 // database must be in s's state.
 func (x *explorer) visit(ctx context.Context, s modelState) (*tally, error) {
-	if err := ctx.Err(); err != nil {
+	if err := x.stop.Err(); err != nil {
 		return nil, err
 	}
 	rows, err := x.store.Snapshot(ctx)
@@ -289,6 +290,21 @@ func (x *explorer) visit(ctx context.Context, s modelState) (*tally, error) {
 	}
 	x.memo[key] = t
 	return t, nil
+}
+
+// stepContext is the context an explorer's steps run on. On a deployment
+// in this process (SQLite's, in memory) it cannot end: modernc.org/sqlite
+// starts a goroutine to interrupt each statement whose context can end,
+// which was a sixth of this process's CPU in the command, and a statement
+// on an in-memory database of this process alone waits for nothing. The
+// walk still stops between steps once ctx has ended (the explorer's
+// stop). On a remote deployment a round trip can hang: its steps keep
+// ctx.
+func stepContext(ctx context.Context, deployment backend.Deployment) context.Context {
+	if _, remote := deployment.(backend.Remote); remote {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // replay runs one schedule from the start on a fresh database, describing

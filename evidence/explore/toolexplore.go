@@ -40,7 +40,7 @@ func exploreVariant(ctx context.Context, deployment backend.Deployment, bounds T
 		return ToolFigures{}, Stats{}, err
 	}
 	defer done()
-	total, err := x.visit(ctx, toolState{}, nil)
+	total, err := x.visit(stepContext(ctx, deployment), toolState{}, nil)
 	if err != nil {
 		return ToolFigures{}, Stats{}, err
 	}
@@ -62,6 +62,7 @@ func exploreVariant(ctx context.Context, deployment backend.Deployment, bounds T
 // tool's, and each distinct state is expanded once.
 type toolExplorer struct {
 	toolModel
+	stop               context.Context // ends the walk, checked between steps
 	store              backend.Rewindable
 	memo               map[toolKey]*tally
 	stepsRun, restores int
@@ -84,7 +85,7 @@ func newToolExplorer(ctx context.Context, deployment backend.Deployment, bounds 
 	}
 	x := &toolExplorer{
 		toolModel: toolModel{bounds: bounds, variant: v, authority: store.Authority(), tool: tool},
-		store:     store, memo: map[toolKey]*tally{},
+		stop:      ctx, store: store, memo: map[toolKey]*tally{},
 	}
 	if fault != nil {
 		fault(&x.toolModel)
@@ -130,7 +131,7 @@ func (x *toolExplorer) restore(ctx context.Context, key toolKey) error {
 // databases must be in s's state, and authority, when not nil, is the
 // authority's rows.
 func (x *toolExplorer) visit(ctx context.Context, s toolState, authority *string) (*tally, error) {
-	if err := ctx.Err(); err != nil {
+	if err := x.stop.Err(); err != nil {
 		return nil, err
 	}
 	key, err := x.snapshot(ctx, s, authority)
