@@ -200,6 +200,14 @@ func (t *toolDB) readTable(ctx context.Context, table string) (tableRows, error)
 		if err := rows.Scan(ptrs...); err != nil {
 			return r, err
 		}
+		for i, v := range row {
+			// An empty blob reads as a nil []byte, which binds as NULL:
+			// restored so, a state would come back other than it was
+			// (a record's empty body as no body).
+			if b, ok := v.([]byte); ok && b == nil {
+				row[i] = []byte{}
+			}
+		}
 		r.rows = append(r.rows, row)
 	}
 	return r, rows.Err()
