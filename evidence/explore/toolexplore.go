@@ -40,7 +40,7 @@ func exploreVariant(ctx context.Context, deployment backend.Deployment, bounds T
 		return ToolFigures{}, Stats{}, err
 	}
 	defer done()
-	total, err := x.visit(stepContext(ctx, deployment), toolState{}, nil)
+	total, err := x.visit(stepContext(ctx, deployment), toolState{}, nil, nothingChanged)
 	if err != nil {
 		return ToolFigures{}, Stats{}, err
 	}
@@ -93,20 +93,53 @@ func newToolExplorer(ctx context.Context, deployment backend.Deployment, bounds 
 	return x, func() { _ = errors.Join(tool.close(), store.Close()) }, nil
 }
 
-// snapshot names the state of both databases now. authority is the
-// authority's rows when known: only an acquire changes them, and on a
-// remote backend each snapshot is a round trip.
-func (x *toolExplorer) snapshot(ctx context.Context, s toolState, authority *string) (toolKey, error) {
-	if authority == nil {
+// snapshot names the state of both databases now. known, when not nil,
+// is the state before the step that led here, and changed says which
+// database the step may have changed: only an acquire changes the
+// authority's rows (on a remote backend each snapshot of them is a round
+// trip), only a call the tool's (a third of the exploration's time went
+// to reading them again after a tick or an acquire).
+func (x *toolExplorer) snapshot(ctx context.Context, s toolState, known *toolKey, changed toolChange) (toolKey, error) {
+	key := toolKey{model: s}
+	if known != nil {
+		key.authority, key.tools = known.authority, known.tools
+	}
+	if known == nil || changed == authorityChanged {
 		rows, err := x.store.Snapshot(ctx)
 		if err != nil {
 			return toolKey{}, err
 		}
-		text := string(rows)
-		authority = &text
+		key.authority = string(rows)
 	}
-	tools, err := x.tool.snapshot(ctx)
-	return toolKey{model: s, authority: *authority, tools: tools}, err
+	if known == nil || changed == toolChanged {
+		tools, err := x.tool.snapshot(ctx)
+		if err != nil {
+			return toolKey{}, err
+		}
+		key.tools = tools
+	}
+	return key, nil
+}
+
+// toolChange is which database a step may have changed.
+type toolChange int8
+
+const (
+	nothingChanged toolChange = iota
+	authorityChanged
+	toolChanged
+)
+
+// changes says which database action may change: an acquire the
+// authority's, a call the tool's, a tick neither.
+func (x *toolExplorer) changes(action int8) toolChange {
+	switch {
+	case action == toolTick:
+		return nothingChanged
+	case int(action)%actionsPerWorker == 0:
+		return authorityChanged
+	}
+	return toolChanged
 }
 
 // restore rolls both databases back to key's rows, where they differ.
@@ -128,13 +161,13 @@ func (x *toolExplorer) restore(ctx context.Context, key toolKey) error {
 }
 
 // visit returns the tally of every schedule that continues from s; the
-// databases must be in s's state, and authority, when not nil, is the
-// authority's rows.
-func (x *toolExplorer) visit(ctx context.Context, s toolState, authority *string) (*tally, error) {
+// databases must be in s's state, and known, when not nil, is the state
+// before the step that led here, which changed only what changed says.
+func (x *toolExplorer) visit(ctx context.Context, s toolState, known *toolKey, changed toolChange) (*tally, error) {
 	if err := x.stop.Err(); err != nil {
 		return nil, err
 	}
-	key, err := x.snapshot(ctx, s, authority)
+	key, err := x.snapshot(ctx, s, known, changed)
 	if err != nil {
 		return nil, err
 	}
@@ -156,11 +189,7 @@ func (x *toolExplorer) visit(ctx context.Context, s toolState, authority *string
 			return nil, err
 		}
 		x.stepsRun++
-		same := &key.authority
-		if x.acquires(action) {
-			same = nil
-		}
-		child, err := x.visit(ctx, next, same)
+		child, err := x.visit(ctx, next, &key, x.changes(action))
 		if err != nil {
 			return nil, err
 		}
@@ -168,12 +197,6 @@ func (x *toolExplorer) visit(ctx context.Context, s toolState, authority *string
 	}
 	x.memo[key] = t
 	return t, nil
-}
-
-// acquires reports whether action is an acquire, the only step that
-// changes the authority's rows.
-func (x *toolExplorer) acquires(action int8) bool {
-	return action != toolTick && int(action)%actionsPerWorker == 0
 }
 
 // replayTool runs one schedule from the start on fresh databases,

@@ -57,7 +57,7 @@ func TestExploreToolsCountsEverySchedule(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer done()
-				memoised, err := x.visit(ctx, toolState{}, nil)
+				memoised, err := x.visit(ctx, toolState{}, nil, nothingChanged)
 				if err != nil {
 					t.Fatal(err)
 				}
