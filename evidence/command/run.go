@@ -42,6 +42,8 @@ type Options struct {
 // RunStats is what a run did and how long it took, backend by backend.
 type RunStats struct {
 	Backends []BackendStats
+	// Processes counts the worker processes the run started.
+	Processes int
 }
 
 // BackendStats is what the run did on one backend and how long it took.
@@ -49,8 +51,6 @@ type BackendStats struct {
 	Backend string
 	Start   time.Duration // readying the backend (starting a cluster)
 	Workers int           // workers started (a process of the pool each, one at a time)
-	// Processes counts the worker processes the run started.
-	Processes int
 	// Alone is the wall time of the scenarios that run alone (they stop
 	// a member); then Scenarios, of the others, and Exploration, side by
 	// side where SideBySide.
@@ -84,6 +84,16 @@ func Run(ctx context.Context, drivers []backend.Driver, opts Options) (*results.
 	// round trips. What each found goes in the document in drivers' order,
 	// whichever finished first.
 	stats.Backends = make([]BackendStats, len(drivers))
+	// One pool for every backend: a process in standby is any backend's
+	// worker, and the backends' scenarios rarely need theirs at once.
+	if opts.Scenario.Workers == nil {
+		pool := worker.NewPool(ctx, 2*len(drivers))
+		defer func() {
+			pool.Close()
+			stats.Processes = pool.Started()
+		}()
+		opts.Scenario.Workers = pool
+	}
 	sections := make([]results.Backend, len(drivers))
 	errs := make([]error, len(drivers))
 	var wg sync.WaitGroup
@@ -214,18 +224,9 @@ func runOn(ctx context.Context, driver backend.Driver, deployment backend.Deploy
 		}
 	}
 	ran := map[string]scenario.Scenario{}
-	// The scenarios' workers are started ahead, two at a time, as a
-	// scenario starts them (startPair): while one scenario runs, the
-	// next one's processes start. Measured: see docs/performance.md.
+	// The scenarios' workers come from the run's pool (Run): started
+	// ahead, and each process serves scenario after scenario.
 	scenarioOpts := opts.Scenario
-	if scenarioOpts.Workers == nil {
-		pool := worker.NewPool(ctx, 2)
-		defer func() {
-			pool.Close()
-			stats.Processes = pool.Started()
-		}()
-		scenarioOpts.Workers = pool
-	}
 	run := func(ctx context.Context, defs []scenario.Def) error {
 		for _, def := range defs {
 			sc, err := scenario.Run(ctx, driver, deployment, def, scenarioOpts)

@@ -72,6 +72,7 @@ func printTimings(ctx context.Context, w io.Writer, drivers []backend.Driver, do
 		floored = append(floored, b.Backend)
 		floor = max(floor, t.backend(b, f, reexec, doc.Backends[i].Scenarios))
 	}
+	t.line("worker processes (all backends'; reused)", stats.Processes, reexec, 0, 0)
 	t.line("encoding, checking, writing", 0, 0, 0, total-longest)
 	t.line(fmt.Sprintf("total (floor: the longest of %s)", strings.Join(floored, ", ")), 0, 0, floor, total)
 	return nil
@@ -93,7 +94,7 @@ func (t timingsTable) backend(b BackendStats, f backend.Floors, reexec time.Dura
 	// scenario waits for them: one start's floor. Later scenarios are
 	// served by processes that earlier ones gave back, or that started
 	// while they ran.
-	t.line("worker processes started (ahead, reused)", b.Processes, reexec, reexec, 0)
+	t.line("a worker's process started (the first)", 1, reexec, reexec, 0)
 	t.line("transactions that commit", all.Writes, f.Write, time.Duration(all.Writes)*f.Write, 0)
 	t.line("transactions that only read", all.Reads, f.Read, time.Duration(all.Reads)*f.Read, 0)
 	if all.Elections+all.Restarts > 0 {

@@ -20,7 +20,6 @@ import (
 // processes: a process serves one Worker at a time.
 type Pool struct {
 	ctx   context.Context
-	size  int          // processes kept in standby, or on their way
 	ready chan standby // pushed only under mu, never blocking
 	wg    sync.WaitGroup
 	mu    sync.Mutex
@@ -41,9 +40,10 @@ type standby struct {
 }
 
 // NewPool starts size workers in standby, bounded by ctx (which also
-// bounds every later spawn); Close ends those in standby.
+// bounds every later spawn), and starts another whenever a Start takes
+// the last; Close ends those in standby.
 func NewPool(ctx context.Context, size int) *Pool {
-	p := &Pool{ctx: ctx, size: size, ready: make(chan standby, poolIdle)}
+	p := &Pool{ctx: ctx, ready: make(chan standby, poolIdle)}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for range size {
@@ -75,12 +75,13 @@ func (p *Pool) spawn() {
 	})
 }
 
-// refill starts a process in standby unless size of them are ready or
-// on their way.
+// refill starts a process in standby when none is ready or on its way:
+// the processes that workers give back serve most Starts, and each start
+// costs tens of milliseconds of CPU.
 func (p *Pool) refill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.ready)+p.spawning < p.size {
+	if len(p.ready)+p.spawning == 0 {
 		p.spawn()
 	}
 }
