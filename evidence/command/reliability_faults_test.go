@@ -125,13 +125,16 @@ func TestCommandUnderSyscallFaults(t *testing.T) {
 		// os/exec's pipes for a worker's stderr or its exec status. Exit 3.
 		{name: "pipe2 EMFILE, 4th", inject: "pipe2:error=EMFILE:when=4", slow: true,
 			names: []string{"start worker", "too many open files"}},
-		// Waiting for a worker to stop (its pause) or for one that has
-		// exited (the runtime's pidfd probe expects ECHILD anyway): the
-		// pool's processes serve scenario after scenario, so the first
-		// waitid is the first pause's. Exit 3.
-		{name: "waitid ECHILD, 1st", inject: "waitid:error=ECHILD:when=1",
+		// Waiting for a worker to stop (its pause; the pool's processes
+		// serve scenario after scenario, so no worker exits before it),
+		// or the runtime's pidfd probe, which expects ECHILD anyway.
+		// strace counts each traced thread's calls apart, and which
+		// thread of the Go runtime makes which wait is the scheduler's
+		// choice: mostly exit 3, but on a busy machine the pauses' waits
+		// once all came from threads past their first (exit 0).
+		{name: "waitid ECHILD, 1st", inject: "waitid:error=ECHILD:when=1", mayPass: true,
 			names: []string{"stop worker A: waitid: no child processes", "cannot learn its exit status: waitid: no child processes"}},
-		{name: "waitid ECHILD, 2nd", inject: "waitid:error=ECHILD:when=2", slow: true,
+		{name: "waitid ECHILD, 2nd", inject: "waitid:error=ECHILD:when=2", slow: true, mayPass: true,
 			names: []string{"stop worker A: waitid: no child processes", "cannot learn its exit status: waitid: no child processes"}},
 		// A temporary file system with no room for the first database.
 		// Exit 3.
