@@ -90,6 +90,7 @@ func takeTurns(t *testing.T, serverClock bool, offset offsetClock, opts session.
 	// first.
 	turns := [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}
 	turns[1] <- struct{}{}
+	var tenureEpochs sync.Map // of the grants the holders took as tenures
 	for i, name := range []string{"ahead", "behind"} {
 		clk := offset
 		if i == 1 {
@@ -100,7 +101,7 @@ func takeTurns(t *testing.T, serverClock bool, offset offsetClock, opts session.
 		if !serverClock {
 			lessor = clock.Lessor(side.Authority(), clk)
 		}
-		lessor = stopped{lessor}
+		lessor = stopped{lessor, &tenureEpochs}
 		opts := opts
 		opts.Clock = clk
 		wg.Go(func() {
@@ -116,6 +117,7 @@ func takeTurns(t *testing.T, serverClock bool, offset offsetClock, opts session.
 					fail(err)
 					return
 				}
+				tenureEpochs.Store(s.Epoch(), true)
 				turns[1-i] <- struct{}{}
 				began := time.Now()
 				<-s.Done()
@@ -174,9 +176,16 @@ func (o offsetClock) Wait(ctx context.Context, tick int64) error {
 	return clock.Wall{}.Wait(ctx, tick-time.Duration(o).Milliseconds())
 }
 
-// stopped is a lessor whose holder has stopped renewing and releasing:
-// its lease runs out at the authority.
-type stopped struct{ leases.Lessor }
+// stopped is a lessor whose holder has stopped renewing, and releasing
+// its tenures (the grants in tenures): their leases run out at the
+// authority. A grant that Wait itself releases, one that came after the
+// deadline its session would have had on a loaded machine, is released:
+// Wait never drops a grant it could not release, and would wait for
+// ever for a release that cannot succeed.
+type stopped struct {
+	leases.Lessor
+	tenures *sync.Map // epoch: true
+}
 
 var errStopped = errors.New("the holder stopped")
 
@@ -184,7 +193,12 @@ func (stopped) Renew(context.Context, leases.Lease, time.Duration) (leases.Lease
 	return leases.Lease{}, errStopped
 }
 
-func (stopped) Release(context.Context, leases.Lease) error { return errStopped }
+func (s stopped) Release(ctx context.Context, held leases.Lease) error {
+	if _, tenure := s.tenures.Load(held.Epoch); tenure {
+		return errStopped
+	}
+	return s.Lessor.Release(ctx, held)
+}
 
 func (s stopped) Changed(ctx context.Context, resource string) (<-chan struct{}, error) {
 	return s.Lessor.Changed(ctx, resource)
