@@ -92,6 +92,9 @@ type event struct {
 	Epoch  int64  `json:"epoch,omitempty"`
 	T      int64  `json:"t"`
 	Called int64  `json:"called,omitempty"`
+	// Away is, for a grant, the wait's longest time between a refusal's
+	// answer and its next acquire, in nanoseconds.
+	Away int64 `json:"away,omitempty"`
 }
 
 // Run starts cfg.Processes contenders in role, each given args after its
@@ -145,9 +148,7 @@ func Run(t *testing.T, role roles.Role, cfg Config, args ...string) Figures {
 			t.Errorf("contender p%d: %v", i, err)
 		}
 	}
-	f := figures(all)
-	f.TTL = cfg.TTL
-	return f
+	return figures(all, cfg.TTL)
 }
 
 // read sends the contender's events until its output ends.
@@ -221,7 +222,7 @@ func loop(ctx context.Context, lessor leases.Lessor, holder string, opts session
 			}
 			return err
 		}
-		say(event{Kind: "grant", Epoch: s.Epoch(), Called: w.first})
+		say(event{Kind: "grant", Epoch: s.Epoch(), Called: w.first, Away: w.away})
 		work := time.NewTimer(hold) // the work under the lease
 		select {
 		case <-work.C:
@@ -238,22 +239,31 @@ func loop(ctx context.Context, lessor leases.Lessor, holder string, opts session
 }
 
 // watched is a lessor that notes when one wait's first acquire was sent
-// (first), and says "wait" when the first is refused.
+// (first), says "wait" when the first is refused, and notes the longest
+// time from a refusal's answer to the next acquire (away).
 type watched struct {
 	leases.Lessor
-	say     func(event)
-	first   int64
-	refused bool
+	say            func(event)
+	first          int64
+	refused        bool
+	answered, away int64
 }
 
 func (w *watched) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
+	now := time.Now().UnixNano()
 	if w.first == 0 {
-		w.first = time.Now().UnixNano()
+		w.first = now
+	}
+	if w.answered != 0 {
+		w.away = max(w.away, now-w.answered)
 	}
 	lease, err := w.Lessor.Acquire(ctx, resource, holder, ttl)
-	if errors.Is(err, leases.ErrLeaseHeld) && !w.refused {
-		w.refused = true
-		w.say(event{Kind: "wait"})
+	if errors.Is(err, leases.ErrLeaseHeld) {
+		w.answered = time.Now().UnixNano()
+		if !w.refused {
+			w.refused = true
+			w.say(event{Kind: "wait", T: w.answered})
+		}
 	}
 	return lease, err
 }

@@ -25,6 +25,14 @@ type Figures struct {
 	// most, during one wait, to holders that began to wait after it did
 	// (see figures): 0 in arrival order.
 	MaxWaited, MaxOvertaken int
+	// Away counts the waits left out of MaxOvertaken: their holder was
+	// away from the lessor, between a refusal's answer and its next
+	// acquire, for half the TTL or longer (a machine that did not run
+	// it). A refused waiter keeps its place for half the TTL at least
+	// (rules.Place, rules.Refresh), and one that stays away longer may
+	// lose it: a waiter that does not come back has gone away, and the
+	// line no longer waits for it.
+	Away int
 	// TTL is the time-to-live every contender asked for.
 	TTL time.Duration
 }
@@ -43,9 +51,9 @@ func (f Figures) Quantile(q float64) time.Duration {
 
 // String is the figures on one line, as docs/performance.md shows them.
 func (f Figures) String() string {
-	return fmt.Sprintf("%d grants, %d after a release: handoff p50 %v, p99 %v, max %v; longest wait %d tenures, most overtaken %d",
+	return fmt.Sprintf("%d grants, %d after a release: handoff p50 %v, p99 %v, max %v; longest wait %d tenures, most overtaken %d, waits away %d",
 		f.Grants, len(f.Handoffs), round(f.Quantile(0.5)), round(f.Quantile(0.99)), round(f.Quantile(1)),
-		f.MaxWaited, f.MaxOvertaken)
+		f.MaxWaited, f.MaxOvertaken, f.Away)
 }
 
 func round(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
@@ -60,6 +68,7 @@ type grant struct {
 	// refusal was answered.
 	waited  bool
 	refused int64
+	away    int64 // the wait's longest time between a refusal's answer and the next acquire
 }
 
 // figures computes the figures of a run's events. A waiter is passed
@@ -69,7 +78,7 @@ type grant struct {
 // refusal was answered (so certainly later: the processes' scheduling
 // cannot make it look so), a holder that released and acquired again at
 // once among them.
-func figures(events []event) Figures {
+func figures(events []event, ttl time.Duration) Figures {
 	var grants []grant
 	waiting := map[string]event{}
 	released := map[int64]int64{} // epoch: release sent at
@@ -80,13 +89,13 @@ func figures(events []event) Figures {
 		case "grant":
 			w, ok := waiting[e.Holder]
 			delete(waiting, e.Holder)
-			grants = append(grants, grant{holder: e.Holder, epoch: e.Epoch, at: e.T, called: e.Called, waited: ok, refused: w.T})
+			grants = append(grants, grant{holder: e.Holder, epoch: e.Epoch, at: e.T, called: e.Called, waited: ok, refused: w.T, away: e.Away})
 		case "release":
 			released[e.Epoch] = e.T
 		}
 	}
 	slices.SortFunc(grants, func(a, b grant) int { return int(a.epoch - b.epoch) })
-	f := Figures{Grants: len(grants)}
+	f := Figures{Grants: len(grants), TTL: ttl}
 	for i, g := range grants {
 		if r, ok := released[prevEpoch(grants, i)]; ok && i > 0 {
 			f.Handoffs = append(f.Handoffs, time.Duration(g.at-r))
@@ -94,6 +103,10 @@ func figures(events []event) Figures {
 			f.Expired++
 		}
 		if !g.waited {
+			continue
+		}
+		if time.Duration(g.away) >= ttl/2 {
+			f.Away++
 			continue
 		}
 		waited, overtaken := 0, 0
@@ -120,7 +133,7 @@ func prevEpoch(grants []grant, i int) int64 {
 
 // Check fails t when the figures show the lessor unfair or slow to hand
 // over: a waiter overtaken by more than three holders that began to wait
-// after it, or a median handoff of half the time-to-live or more (a
+// after it (of the waits that kept coming back: see Away), or a median handoff of half the time-to-live or more (a
 // waiter that hears of no release waits until the lease could have run
 // out, a whole time-to-live; one that hears of it waits for a round trip
 // or a poll, milliseconds, which a busy machine stretches far less).
