@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -47,8 +48,8 @@ import (
 // only if its key, read after its batch's keep-alive was answered, is
 // still its tenure's (holder, epoch, etcd lease). The batch reads the
 // keys of all its renewals at once, in transactions of up to heldPerRead
-// Gets: a batch of n renewals costs one keep-alive and n/heldPerRead
-// reads, not n. A Range over the holder prefix would be one request, but
+// Gets sent together: a batch of n renewals costs one keep-alive and
+// n/heldPerRead reads, not n. A Range over the holder prefix would be one request, but
 // it returns every holder key of every process (all L leases, to each of
 // P processes, every round), where the Gets return only the batch's own.
 
@@ -170,20 +171,24 @@ func (l *lessor) answer(id clientv3.LeaseID, waiting []waiter, a keepAliveAnswer
 			renewals = append(renewals, w)
 		}
 	}
+	var reads sync.WaitGroup // the chunks are read at once; the next batch waits for them
 	for chunk := range slices.Chunk(renewals, heldPerRead) {
-		keys := make([]string, len(chunk))
-		for i, w := range chunk {
-			keys[i] = l.store.key(heldKind, w.renews.Resource)
-		}
-		views, err := l.readHeld(context.Background(), keys...)
-		for i, w := range chunk {
-			renewed := a
-			if renewed.err = err; err == nil {
-				renewed.held, renewed.err = heldBy(views[i], *w.renews, id)
+		reads.Go(func() {
+			keys := make([]string, len(chunk))
+			for i, w := range chunk {
+				keys[i] = l.store.key(heldKind, w.renews.Resource)
 			}
-			w.answer <- renewed
-		}
+			views, err := l.readHeld(context.Background(), keys...)
+			for i, w := range chunk {
+				renewed := a
+				if renewed.err = err; err == nil {
+					renewed.held, renewed.err = heldBy(views[i], *w.renews, id)
+				}
+				w.answer <- renewed
+			}
+		})
 	}
+	reads.Wait()
 }
 
 // heldBy says whether v, a holder key, is held's, attached to the etcd
