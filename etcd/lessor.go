@@ -48,12 +48,10 @@ const (
 // nothing decides on them. Only the Lessor may write its keys: a holder
 // key deleted by hand (or by a release from another process) ends its
 // tenure at the tenure's next renewal, which reads the key after its
-// keep-alive went out: the shared etcd lease outlives any one tenure.
+// keep-alive was answered: the shared etcd lease outlives any one tenure.
 func (s *Store) Lessor() leases.Lessor {
-	l := &lessor{store: s, shared: map[int64]*sharedLease{}, tenures: map[tenure]*heldTenure{},
-		batches: map[clientv3.LeaseID]*batch{}, keepAliveOnce: s.client.KeepAliveOnce}
-	l.stillHeld = l.keyStillHeld
-	return l
+	return &lessor{store: s, shared: map[int64]*sharedLease{}, tenures: map[tenure]*heldTenure{},
+		batches: map[clientv3.LeaseID]*batch{}, keepAliveOnce: s.client.KeepAliveOnce, readHeld: s.read}
 }
 
 type lessor struct {
@@ -71,9 +69,10 @@ type lessor struct {
 	batches map[clientv3.LeaseID]*batch
 	// keepAliveOnce is the client's; the tests of batches hold it.
 	keepAliveOnce func(context.Context, clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error)
-	// stillHeld is keyStillHeld; the tests of batches, with no cluster,
+	// readHeld is the store's read, of a batch's holder keys after its
+	// keep-alive was answered; the tests of batches, with no cluster,
 	// answer it themselves.
-	stillHeld func(context.Context, leases.Lease, clientv3.LeaseID) (bool, error)
+	readHeld func(context.Context, ...string) ([]view, error)
 }
 
 var _ leases.Lessor = (*lessor)(nil)
@@ -286,48 +285,33 @@ func (l *lessor) Renew(ctx context.Context, held leases.Lease, ttl time.Duration
 	if err != nil {
 		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, err))
 	}
-	resp, err := l.keepAlive(ctx, id)
+	var renews *leases.Lease // a tenure of this Lessor: its key is read in the batch
+	if own != nil {
+		renews = &held
+	}
+	a := l.keepAlive(ctx, id, renews)
 	switch {
-	case leaseEnded(resp, err):
+	case leaseEnded(a.resp, a.err):
 		if own != nil {
 			l.ended(own.shared)
 			l.drop(t, own)
 		}
 		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, errEnded(held))
-	case err != nil:
+	case a.err != nil:
 		// The keep-alive may have reached the leader: the lease may have
-		// been extended, or not. Either way it lasts no shorter.
-		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, outcomeUnknown(ctx, err)))
-	}
-	if own != nil {
+		// been extended, or not. Either way it lasts no shorter. Or its
+		// key could not be read after it: the tenure may have ended.
+		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, outcomeUnknown(ctx, a.err)))
+	case own != nil && (!a.held || !l.renewed(t, own, began, ttl)):
 		// The shared etcd lease outlives a tenure whose key was deleted
 		// (a release from another process, the reaper): the keep-alive
-		// alone would renew it. The key read after the keep-alive went
-		// out must still be this tenure's.
-		if ok, err := l.stillHeld(ctx, held, id); err != nil {
-			return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, boundEnded(ctx, outcomeUnknown(ctx, err)))
-		} else if !ok || !l.renewed(t, own, began, ttl) {
-			l.drop(t, own)
-			return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, errEnded(held))
-		}
+		// alone would renew it, so the batch read the key after it.
+		l.drop(t, own)
+		return leases.Lease{}, fmt.Errorf("renew %q for %q: %w", held.Resource, held.Holder, errEnded(held))
 	}
 	now := time.Now().UnixMilli()
-	held.ExpiresAt, held.Ticks = now+resp.TTL*1000, leases.LocalMillis
+	held.ExpiresAt, held.Ticks = now+a.resp.TTL*1000, leases.LocalMillis
 	return held, nil
-}
-
-// keyStillHeld reads held's holder key and says whether it is still
-// held's, attached to the etcd lease id.
-func (l *lessor) keyStillHeld(ctx context.Context, held leases.Lease, id clientv3.LeaseID) (bool, error) {
-	views, err := l.store.read(ctx, l.store.key(heldKind, held.Resource))
-	if err != nil || !views[0].found() {
-		return false, err
-	}
-	var record holdRecord
-	if err := json.Unmarshal(views[0].value, &record); err != nil {
-		return false, fmt.Errorf("decode %s: %w", views[0].key, err)
-	}
-	return record.Holder == held.Holder && record.Epoch == held.Epoch && record.Lease == int64(id), nil
 }
 
 // Release implements [leases.Lessor.Release]: the deletion of held's

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -39,6 +41,17 @@ import (
 // needed, never two holders. And a process that is paused longer than a
 // TTL loses all of its tenures of that TTL at once, as a Session's
 // mutexes are all lost with its one lease.
+//
+// And a keep-alive renews every key attached to the shared lease, also
+// the key of a tenure that ended elsewhere (a release from another
+// process deleted it, the reaper did): so a renewal is answered "held"
+// only if its key, read after its batch's keep-alive was answered, is
+// still its tenure's (holder, epoch, etcd lease). The batch reads the
+// keys of all its renewals at once, in transactions of up to heldPerRead
+// Gets sent together: a batch of n renewals costs one keep-alive and
+// n/heldPerRead reads, not n. A Range over the holder prefix would be one request, but
+// it returns every holder key of every process (all L leases, to each of
+// P processes, every round), where the Gets return only the batch's own.
 
 // sharedLease is one etcd lease shared by the tenures of one TTL.
 type sharedLease struct {
@@ -59,27 +72,42 @@ type heldTenure struct {
 	reaper   *time.Timer
 }
 
+// heldPerRead bounds the holder keys one read of a batch asks for: etcd
+// refuses a transaction of more than 128 operations by default
+// (--max-txn-ops).
+const heldPerRead = 128
+
 // batch is the next keep-alive of one etcd lease and the calls waiting for
 // it.
 type batch struct {
-	waiting []chan keepAliveAnswer
+	waiting []waiter
+}
+
+// waiter is a call waiting for a batch: a grant, or a renewal of the
+// tenure renews, whose key the batch reads after its keep-alive.
+type waiter struct {
+	answer chan keepAliveAnswer
+	renews *leases.Lease // nil for a grant
 }
 
 type keepAliveAnswer struct {
 	resp *clientv3.LeaseKeepAliveResponse
 	err  error
+	held bool // a renewal's: its key, read after resp came, is its tenure's
 }
 
 // keepAlive sends one keep-alive of id, together with every other call
 // waiting for one of id, and only in a batch taken after the call began:
 // the call waits for the batch in flight, if any, to be answered first.
-func (l *lessor) keepAlive(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
-	return l.await(ctx, l.join(id))
+// For a renewal (renews not nil), the answer says whether its key was
+// still its tenure's after the keep-alive.
+func (l *lessor) keepAlive(ctx context.Context, id clientv3.LeaseID, renews *leases.Lease) keepAliveAnswer {
+	return l.await(ctx, l.join(id, renews))
 }
 
 // join puts a call in the next batch of keep-alives of id, and starts
 // sending when none is in flight.
-func (l *lessor) join(id clientv3.LeaseID) <-chan keepAliveAnswer {
+func (l *lessor) join(id clientv3.LeaseID, renews *leases.Lease) <-chan keepAliveAnswer {
 	answer := make(chan keepAliveAnswer, 1)
 	l.mu.Lock()
 	b, sending := l.batches[id]
@@ -87,7 +115,7 @@ func (l *lessor) join(id clientv3.LeaseID) <-chan keepAliveAnswer {
 		b = &batch{}
 		l.batches[id] = b
 	}
-	b.waiting = append(b.waiting, answer)
+	b.waiting = append(b.waiting, waiter{answer, renews})
 	l.mu.Unlock()
 	if !sending {
 		go l.send(id, b)
@@ -96,12 +124,12 @@ func (l *lessor) join(id clientv3.LeaseID) <-chan keepAliveAnswer {
 }
 
 // await is the answer of the batch a call joined, or the end of ctx.
-func (l *lessor) await(ctx context.Context, answer <-chan keepAliveAnswer) (*clientv3.LeaseKeepAliveResponse, error) {
+func (l *lessor) await(ctx context.Context, answer <-chan keepAliveAnswer) keepAliveAnswer {
 	select {
 	case a := <-answer:
-		return a.resp, a.err
+		return a
 	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+		return keepAliveAnswer{err: context.Cause(ctx)}
 	}
 }
 
@@ -126,10 +154,54 @@ func (l *lessor) send(id clientv3.LeaseID, b *batch) {
 			return err
 		})
 		cancel()
-		for _, w := range waiting {
-			w <- a
+		l.answer(id, waiting, a)
+	}
+}
+
+// answer gives a batch's calls the answer a of its keep-alive of id: a
+// grant at once; a renewal once its key, read after a came, says whether
+// it is still its tenure's. A read that fails leaves its renewals'
+// outcome unknown.
+func (l *lessor) answer(id clientv3.LeaseID, waiting []waiter, a keepAliveAnswer) {
+	var renewals []waiter
+	for _, w := range waiting {
+		if w.renews == nil || a.err != nil || leaseEnded(a.resp, nil) {
+			w.answer <- a
+		} else {
+			renewals = append(renewals, w)
 		}
 	}
+	var reads sync.WaitGroup // the chunks are read at once; the next batch waits for them
+	for chunk := range slices.Chunk(renewals, heldPerRead) {
+		reads.Go(func() {
+			keys := make([]string, len(chunk))
+			for i, w := range chunk {
+				keys[i] = l.store.key(heldKind, w.renews.Resource)
+			}
+			views, err := l.readHeld(context.Background(), keys...)
+			for i, w := range chunk {
+				renewed := a
+				if renewed.err = err; err == nil {
+					renewed.held, renewed.err = heldBy(views[i], *w.renews, id)
+				}
+				w.answer <- renewed
+			}
+		})
+	}
+	reads.Wait()
+}
+
+// heldBy says whether v, a holder key, is held's, attached to the etcd
+// lease id.
+func heldBy(v view, held leases.Lease, id clientv3.LeaseID) (bool, error) {
+	if !v.found() {
+		return false, nil
+	}
+	var record holdRecord
+	if err := json.Unmarshal(v.value, &record); err != nil {
+		return false, fmt.Errorf("decode %s: %w", v.key, err)
+	}
+	return record.Holder == held.Holder && record.Epoch == held.Epoch && record.Lease == int64(id), nil
 }
 
 // leaseEnded reports an answer of etcd saying that the lease is gone.
@@ -164,17 +236,17 @@ func (l *lessor) use(ctx context.Context, ttl time.Duration) (*sharedLease, int6
 			l.unuse(sl)
 			return nil, 0, sl.err
 		}
-		resp, err := l.keepAlive(ctx, sl.id)
+		a := l.keepAlive(ctx, sl.id, nil)
 		switch {
-		case leaseEnded(resp, err):
+		case leaseEnded(a.resp, a.err):
 			l.ended(sl)
 			l.unuse(sl)
 			continue // grant a new one
-		case err != nil:
+		case a.err != nil:
 			l.unuse(sl)
-			return nil, 0, err
+			return nil, 0, a.err
 		}
-		return sl, resp.TTL, nil
+		return sl, a.resp.TTL, nil
 	}
 }
 

@@ -2,7 +2,11 @@ package etcd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,13 +32,65 @@ func (h heldKeepAlives) keepAliveOnce(ctx context.Context, _ clientv3.LeaseID) (
 	return a.resp, a.err
 }
 
+// heldKeys stands in for the store's read of holder keys: the test writes
+// and deletes keys, and sees the keys of each read.
+type heldKeys struct {
+	mu    sync.Mutex
+	kvs   map[string][]byte
+	reads [][]string
+}
+
+func (k *heldKeys) read(_ context.Context, keys ...string) ([]view, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.reads = append(k.reads, keys)
+	views := make([]view, len(keys))
+	for i, key := range keys {
+		views[i] = view{key: key}
+		if value, ok := k.kvs[key]; ok {
+			views[i].value, views[i].rev = value, 1
+		}
+	}
+	return views, nil
+}
+
+// write sets key to the holder record of held on the etcd lease id.
+func (k *heldKeys) write(t *testing.T, key string, held leases.Lease, id clientv3.LeaseID) {
+	value, err := json.Marshal(holdRecord{Holder: held.Holder, Epoch: held.Epoch, Lease: int64(id)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.kvs[key] = value
+}
+
+func (k *heldKeys) remove(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.kvs, key)
+}
+
+// readKeys is the number of keys of each read so far.
+func (k *heldKeys) readKeys() []int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var n []int
+	for _, keys := range k.reads {
+		n = append(n, len(keys))
+	}
+	return n
+}
+
 // heldLessor is a lessor whose keep-alives the test answers, holding
-// tenures r and s of one shared etcd lease (id 7), for an hour.
-func heldLessor(t *testing.T) (*lessor, heldKeepAlives, [2]leases.Lease) {
+// tenures r and s of one shared etcd lease (id 7), for an hour, whose
+// holder keys are in keys.
+func heldLessor(t *testing.T) (*lessor, heldKeepAlives, [2]leases.Lease, *heldKeys) {
 	h := heldKeepAlives{calls: make(chan chan keepAliveAnswer)}
+	keys := &heldKeys{kvs: map[string][]byte{}}
 	l := &lessor{store: New(nil, Options{CallTimeout: time.Hour}), shared: map[int64]*sharedLease{},
 		tenures: map[tenure]*heldTenure{}, batches: map[clientv3.LeaseID]*batch{}, keepAliveOnce: h.keepAliveOnce,
-		stillHeld: func(context.Context, leases.Lease, clientv3.LeaseID) (bool, error) { return true, nil }}
+		readHeld: keys.read}
 	ready := make(chan struct{})
 	close(ready)
 	sl := &sharedLease{seconds: 3600, ready: ready, id: 7, ttl: 3600, users: 3} // never revoked here
@@ -43,6 +99,7 @@ func heldLessor(t *testing.T) (*lessor, heldKeepAlives, [2]leases.Lease) {
 	for i, resource := range []string{"r", "s"} {
 		held[i] = leases.Lease{Resource: resource, Holder: "A", Epoch: 1, ExpiresAt: 1, Ticks: leases.LocalMillis}
 		l.hold(tenure{resource, "A", 1}, sl, time.Now(), time.Hour)
+		keys.write(t, l.store.key(heldKind, resource), held[i], 7)
 	}
 	t.Cleanup(func() {
 		for t, h := range l.tenures {
@@ -52,7 +109,7 @@ func heldLessor(t *testing.T) (*lessor, heldKeepAlives, [2]leases.Lease) {
 			h.reaper.Stop()
 		}
 	})
-	return l, h, held
+	return l, h, held, keys
 }
 
 func ok(ttl int64) keepAliveAnswer {
@@ -64,10 +121,10 @@ func ok(ttl int64) keepAliveAnswer {
 // counts its lease from when it sent its call, and etcd from when its
 // leader received the keep-alive.
 func TestARenewalWaitsForTheNextKeepAlive(t *testing.T) {
-	l, h, _ := heldLessor(t)
-	first := l.join(7)
-	inflight := <-h.calls // the first batch is sent and held
-	second := l.join(7)   // a call that began while it is in flight
+	l, h, _, _ := heldLessor(t)
+	first := l.join(7, nil)
+	inflight := <-h.calls    // the first batch is sent and held
+	second := l.join(7, nil) // a call that began while it is in flight
 	inflight <- ok(1)
 	if a := <-first; a.err != nil || a.resp.TTL != 1 {
 		t.Fatalf("the first call: %+v; want the answer of its batch", a)
@@ -93,7 +150,7 @@ func TestARenewalWaitsForTheNextKeepAlive(t *testing.T) {
 // refusal is its own: the other tenure of the same etcd lease, renewed in
 // the next batch, is renewed.
 func TestARefusalInABatchIsOneTenuresOwn(t *testing.T) {
-	l, h, held := heldLessor(t)
+	l, h, held, _ := heldLessor(t)
 	ctx := context.Background()
 	renewed := make(chan error, 2)
 	go func() { _, err := l.Renew(ctx, held[0], time.Hour); renewed <- err }()
@@ -116,7 +173,7 @@ func TestARefusalInABatchIsOneTenuresOwn(t *testing.T) {
 // A keep-alive whose answer never came is an unknown outcome for every
 // call that was waiting for it: the lease may have been extended, or not.
 func TestAnUnknownKeepAliveIsUnknownForEachRenewal(t *testing.T) {
-	l, h, held := heldLessor(t)
+	l, h, held, _ := heldLessor(t)
 	ctx := context.Background()
 	renewed := make(chan error, 2)
 	for _, lease := range held {
@@ -141,7 +198,7 @@ func TestAnUnknownKeepAliveIsUnknownForEachRenewal(t *testing.T) {
 // lease may have little of its time-to-live left, and the new key must
 // live a whole TTL from when its holder sent its request.
 func TestAGrantKeepsTheSharedLeaseAliveFirst(t *testing.T) {
-	l, h, _ := heldLessor(t)
+	l, h, _, _ := heldLessor(t)
 	type used struct {
 		sl  *sharedLease
 		err error
@@ -159,5 +216,76 @@ func TestAGrantKeepsTheSharedLeaseAliveFirst(t *testing.T) {
 	}
 	if u := <-got; u.err != nil || u.sl.id != 7 {
 		t.Fatalf("use: %+v; want the shared lease 7", u)
+	}
+}
+
+// A renewal is "held" only if its key, read after its batch's keep-alive
+// was answered, is still its tenure's: the shared etcd lease renews every
+// key attached to it, also one whose tenure was released elsewhere while
+// the keep-alive was in flight. The batch reads all of its renewals' keys
+// in one request, and the renewal of a deleted key ends its tenure.
+func TestABatchReadsItsKeysAfterItsKeepAlive(t *testing.T) {
+	l, h, held, keys := heldLessor(t)
+	first := l.join(7, nil)
+	inflight := <-h.calls // the first batch is sent and held
+	r, s := l.join(7, &held[0]), l.join(7, &held[1])
+	inflight <- ok(3600)
+	<-first
+	next := <-h.calls                       // the keep-alive of r's and s's batch is in flight
+	keys.remove(l.store.key(heldKind, "r")) // a release from another process, meanwhile
+	if n := keys.readKeys(); len(n) != 0 {
+		t.Fatalf("keys read before the batch's keep-alive was answered: %v", n)
+	}
+	next <- ok(3600)
+	if a := <-r; a.err != nil || a.held {
+		t.Fatalf("r, whose key was deleted while the keep-alive was in flight: %+v; want not held", a)
+	}
+	if a := <-s; a.err != nil || !a.held {
+		t.Fatalf("s, whose key is its tenure's: %+v; want held", a)
+	}
+	if n := keys.readKeys(); !slices.Equal(n, []int{2}) {
+		t.Fatalf("keys per read: %v; want one read of the batch's 2 keys", n)
+	}
+
+	renewed := make(chan error, 1)
+	go func() { _, err := l.Renew(context.Background(), held[0], time.Hour); renewed <- err }()
+	(<-h.calls) <- ok(3600)
+	if err := <-renewed; !errors.Is(err, leases.ErrLeaseExpired) {
+		t.Fatalf("renewal of r, whose key was deleted: %v; want ErrLeaseExpired", err)
+	}
+	l.mu.Lock()
+	_, kept := l.tenures[tenure{"r", "A", 1}]
+	l.mu.Unlock()
+	if kept {
+		t.Fatal("r's tenure kept after its renewal found its key deleted")
+	}
+}
+
+// A batch of more renewals than one transaction may hold reads their keys
+// in transactions of heldPerRead Gets each (etcd's --max-txn-ops), sent
+// together.
+func TestABatchReadsItsKeysInTransactionsOfLimitedSize(t *testing.T) {
+	l, h, _, keys := heldLessor(t)
+	first := l.join(7, nil)
+	inflight := <-h.calls
+	const n = 2*heldPerRead + 1
+	var answers []<-chan keepAliveAnswer
+	for i := range n {
+		lease := leases.Lease{Resource: fmt.Sprint("x", i), Holder: "A", Epoch: 1}
+		keys.write(t, l.store.key(heldKind, lease.Resource), lease, 7)
+		answers = append(answers, l.join(7, &lease))
+	}
+	inflight <- ok(3600)
+	<-first
+	(<-h.calls) <- ok(3600)
+	for i, answer := range answers {
+		if a := <-answer; a.err != nil || !a.held {
+			t.Fatalf("renewal %d: %+v; want held", i, a)
+		}
+	}
+	got := keys.readKeys()
+	slices.Sort(got)
+	if !slices.Equal(got, []int{1, heldPerRead, heldPerRead}) {
+		t.Fatalf("keys per read: %v; want %d, %d, 1", got, heldPerRead, heldPerRead)
 	}
 }

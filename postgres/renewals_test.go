@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,8 +64,10 @@ func TestARefusalInABatchIsOneRenewalsOwn(t *testing.T) {
 	}
 }
 
-// A batch whose COMMIT got no answer (its backend ended) is an unknown
-// outcome for each renewal in it, and a refusal in it stays a refusal.
+// A batch whose statement got no answer (its backend ended) is an
+// unknown outcome for each renewal in it, and a renewal decided after it
+// (a second one of the same resource, decided in a transaction of its
+// own) is answered on its own: a refusal stays a refusal.
 func TestAnUnknownBatchCommitIsUnknownForEach(t *testing.T) {
 	ctx := fencetest.Context(t)
 	monitor := database(t, 0).DB
@@ -103,5 +106,51 @@ func TestAnUnknownBatchCommitIsUnknownForEach(t *testing.T) {
 	}
 	if _, err := waits[2](); !errors.Is(err, leases.ErrNotHolder) || errors.Is(err, leases.ErrOutcomeUnknown) {
 		t.Errorf("the refused renewal of that batch: %v; want ErrNotHolder, known", err)
+	}
+}
+
+// A batch of renewals is one statement, committed on its own: no BEGIN,
+// no second statement; and it reads the server's clock for each row after
+// that row's lock: a renewal that waited for a lock counts its new expiry
+// from after the wait, never from before it.
+func TestABatchIsOneStatementThatReadsTheClockAfterEachLock(t *testing.T) {
+	ctx := fencetest.Context(t)
+	db := database(t, 0).DB
+	s := newStore(t, db, postgres.Options{})
+	locker, x, held := heldBatch(t, s, db, "r")
+	waited := serverClock(t, db) // x is waiting for the row lock since before
+	awaitServerClock(t, db, waited+1)
+	if err := locker.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if lease, err := x(); err != nil || lease.ExpiresAt < waited+1+time.Minute.Milliseconds() {
+		t.Fatalf("the renewal that waited for its row's lock: %+v, %v; want it to expire a minute after tick %d or later, after the wait", lease, err, waited+1)
+	}
+	var steps []string
+	counted := postgres.WithStep(ctx, func(step string) { steps = append(steps, step) })
+	if _, err := s.JoinRenewal(counted, held[0], time.Minute)(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(steps, []string{"commit"}) {
+		t.Fatalf("the statements of a batch: %q; want one, committed on its own", steps)
+	}
+}
+
+// A short renewal of a long lease never brings the stored expiry
+// earlier: the statement writes what rules.Renew decides, and another
+// holder may not be granted the resource before the expiry its holder
+// was given.
+func TestAShortRenewalNeverShortensTheStoredLease(t *testing.T) {
+	ctx := fencetest.Context(t)
+	l := newStore(t, database(t, 0).DB, postgres.Options{}).Lessor()
+	long, err := l.Acquire(ctx, "r", "A", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Renew(ctx, long, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if stored, live, err := l.Lease(ctx, "r"); err != nil || !live || stored.ExpiresAt < long.ExpiresAt {
+		t.Fatalf("the stored lease after a short renewal: %+v, %v, %v; want it to expire at %d or later", stored, live, err, long.ExpiresAt)
 	}
 }

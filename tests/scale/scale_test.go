@@ -143,7 +143,8 @@ type row struct {
 	HeapPerLease  float64 `json:"heap_bytes_per_lease"`
 	RoundErrors   int     `json:"round_errors"`   // renewals that failed, in all rounds
 	ReleaseErrors int     `json:"release_errors"` // releases that failed (the lease was lost meanwhile)
-	FirstError    string  `json:"first_error,omitempty"`
+	// FirstError is the first renewal's error, else the first release's.
+	FirstError string `json:"first_error,omitempty"`
 }
 
 // subject is a backend opened for one point of the grid: one proc per
@@ -208,7 +209,9 @@ func measure(ctx context.Context, s subject, c config) (row, error) {
 	_ = forHolders(c, func(holder, i int) error {
 		if err := s.procs[holder%len(s.procs)].release(ctx, hs[i]); err != nil {
 			mu.Lock()
-			r.ReleaseErrors++
+			if r.ReleaseErrors++; r.FirstError == "" {
+				r.FirstError = err.Error()
+			}
 			mu.Unlock()
 		}
 		return nil
