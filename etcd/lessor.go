@@ -90,6 +90,15 @@ type holdRecord struct {
 	Lease  int64  `json:"lease"` // the etcd lease the key is attached to
 }
 
+// decodeHold is the record a holder key v holds.
+func decodeHold(v view) (holdRecord, error) {
+	var record holdRecord
+	if err := json.Unmarshal(v.value, &record); err != nil {
+		return holdRecord{}, fmt.Errorf("decode %s: %w", v.key, err)
+	}
+	return record, nil
+}
+
 // Acquire implements [leases.Lessor.Acquire].
 func (l *lessor) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (leases.Lease, error) {
 	if _, err := rules.CheckDuration(ttl); err != nil {
@@ -239,12 +248,12 @@ func (l *lessor) refused(ctx context.Context, resource, holder string, ttl time.
 
 // held is the refusal of an acquire while the holder key v exists.
 func (l *lessor) held(ctx context.Context, resource string, v view) error {
-	var record holdRecord
-	if err := json.Unmarshal(v.value, &record); err != nil {
-		return outcome.BeforeCommit(ctx, fmt.Errorf("decode %s: %w", v.key, err))
+	record, err := decodeHold(v)
+	if err != nil {
+		return outcome.BeforeCommit(ctx, err)
 	}
 	var remaining *clientv3.LeaseTimeToLiveResponse
-	err := l.ask(ctx, func() (err error) {
+	err = l.ask(ctx, func() (err error) {
 		remaining, err = l.store.client.TimeToLive(ctx, clientv3.LeaseID(record.Lease))
 		return err
 	})
@@ -392,9 +401,9 @@ func (l *lessor) leaseOf(ctx context.Context, held leases.Lease) (clientv3.Lease
 	if !views[0].found() {
 		return 0, nil, fmt.Errorf("%w: epoch %d of %q ran out or was released", leases.ErrLeaseExpired, held.Epoch, held.Resource)
 	}
-	var record holdRecord
-	if err := json.Unmarshal(views[0].value, &record); err != nil {
-		return 0, nil, outcome.BeforeCommit(ctx, fmt.Errorf("decode %s: %w", views[0].key, err))
+	record, err := decodeHold(views[0])
+	if err != nil {
+		return 0, nil, outcome.BeforeCommit(ctx, err)
 	}
 	if record.Holder != held.Holder || record.Epoch != held.Epoch {
 		return 0, nil, fmt.Errorf("%w: %q is held by %q at epoch %d, not by %q at epoch %d",

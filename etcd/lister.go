@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,12 +46,12 @@ func (l *lessor) Live(ctx context.Context, resources ...string) ([]leases.Lease,
 		if !v.found() {
 			continue
 		}
-		var record holdRecord
-		if err := json.Unmarshal(v.value, &record); err != nil {
-			return nil, 0, fmt.Errorf("live leases: decode %s: %w", v.key, err)
+		record, err := decodeHold(v)
+		if err != nil {
+			return nil, 0, fmt.Errorf("live leases: %w", err)
 		}
 		var ttl *clientv3.LeaseTimeToLiveResponse
-		err := l.ask(ctx, func() (err error) {
+		err = l.ask(ctx, func() (err error) {
 			ttl, err = l.store.client.TimeToLive(ctx, clientv3.LeaseID(record.Lease))
 			return err
 		})

@@ -197,9 +197,9 @@ func heldBy(v view, held leases.Lease, id clientv3.LeaseID) (bool, error) {
 	if !v.found() {
 		return false, nil
 	}
-	var record holdRecord
-	if err := json.Unmarshal(v.value, &record); err != nil {
-		return false, fmt.Errorf("decode %s: %w", v.key, err)
+	record, err := decodeHold(v)
+	if err != nil {
+		return false, err
 	}
 	return record.Holder == held.Holder && record.Epoch == held.Epoch && record.Lease == int64(id), nil
 }
