@@ -50,7 +50,6 @@ type RunStats struct {
 type BackendStats struct {
 	Backend string
 	Start   time.Duration // readying the backend (starting a cluster)
-	Workers int           // workers started (a process of the pool each, one at a time)
 	// Alone is the wall time of the scenarios that run alone (they stop
 	// a member); then Scenarios, of the others, and Exploration, side by
 	// side where SideBySide.
@@ -115,13 +114,6 @@ func Run(ctx context.Context, drivers []backend.Driver, opts Options) (*results.
 // runBackend readies one backend in a temporary directory of its own, runs
 // its scenarios and its exploration, and ends what it started.
 func runBackend(ctx context.Context, driver backend.Driver, opts Options, stats *BackendStats) (results.Backend, error) {
-	started := opts.Scenario.WorkerStarted
-	opts.Scenario.WorkerStarted = func(sc, worker string, pid int) {
-		stats.Workers++
-		if started != nil {
-			started(sc, worker, pid)
-		}
-	}
 	start := time.Now()
 	defer func() { stats.Took = time.Since(start) }()
 	deployment, end, err := backend.StartInTemp(ctx, driver)

@@ -104,11 +104,9 @@ func (t timingsTable) backend(b BackendStats, f backend.Floors, reexec time.Dura
 	aloneFloor, besideFloor := workFloor(alone), workFloor(beside)
 	if alones > 0 {
 		aloneFloor += reexec
+		t.line("scenarios that stop a member, alone", 0, 0, aloneFloor, b.Alone)
 	} else {
 		besideFloor += reexec
-	}
-	if alones > 0 {
-		t.line("scenarios that stop a member, alone", 0, 0, aloneFloor, b.Alone)
 	}
 	others := "scenarios"
 	if b.SideBySide {
