@@ -91,7 +91,7 @@ func TestTheCheckFailsPastADeadlineOrWhileRenewalsFail(t *testing.T) {
 			tc.opts.Clock = probe
 			checker := health.New(tc.opts)
 			if tc.script != nil {
-				s := start(t, b, checker, tc.script)
+				s, reported := start(t, b, checker, tc.script)
 				for _, tick := range tc.moves {
 					b.Move(tick, s.Done(), 2)
 				}
@@ -99,6 +99,18 @@ func TestTheCheckFailsPastADeadlineOrWhileRenewalsFail(t *testing.T) {
 					if err := s.Close(b.Ctx); err != nil {
 						t.Fatal(err)
 					}
+				}
+				// Done closes when the session ends, and the end reaches
+				// the checker after (session.end): until then the check
+				// still sees the session, past its deadline.
+				select {
+				case <-s.Done():
+					select {
+					case <-reported:
+					case <-b.Ctx.Done():
+						t.Fatal("the session ended, and its end never reached the checker")
+					}
+				default:
 				}
 			}
 			if err := probe.Advance(tc.probe); err != nil {
@@ -116,18 +128,26 @@ func TestTheCheckFailsPastADeadlineOrWhileRenewalsFail(t *testing.T) {
 }
 
 // start starts A's session on "r", its renewals as script says, its
-// events fed to checker, and returns once it waits on the clock.
-func start(t *testing.T, b *sessiontest.Bench, checker *health.Checker, script []sessiontest.Renewal) *session.Session {
+// events fed to checker, and returns once it waits on the clock; the
+// channel closes once the checker has had the session's end.
+func start(t *testing.T, b *sessiontest.Bench, checker *health.Checker, script []sessiontest.Renewal) (*session.Session, <-chan struct{}) {
 	t.Helper()
 	lessor := &sessiontest.Renewals{Lessor: b.Store.Lessor(), Clock: b.Clock, Script: script}
+	reported := make(chan struct{})
+	onEvent := func(ev session.Event) {
+		checker.OnEvent(ev)
+		if ev.Kind == session.Ended {
+			close(reported)
+		}
+	}
 	s, err := session.Start(b.Ctx, lessor, "r", "A",
-		session.Options{TTL: 1000 * time.Millisecond, Clock: b.Clock, OnEvent: checker.OnEvent})
+		session.Options{TTL: 1000 * time.Millisecond, Clock: b.Clock, OnEvent: onEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	b.Move(0, s.Done(), 2)
-	return s
+	return s, reported
 }
 
 // get is the checker's answer to a probe's GET: its status and body.
