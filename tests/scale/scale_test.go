@@ -78,14 +78,22 @@ func TestScale(t *testing.T) {
 			})
 		}
 	}
-	if out := os.Getenv("LEASES_SCALE_OUT"); out != "" {
-		data, err := json.MarshalIndent(rows, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	writeRows(t, "LEASES_SCALE_OUT", rows)
+}
+
+// writeRows writes rows as JSON to the file the environment variable
+// env names, if any.
+func writeRows(t *testing.T, env string, rows any) {
+	out := os.Getenv(env)
+	if out == "" {
+		return
+	}
+	data, err := json.MarshalIndent(rows, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
