@@ -39,10 +39,14 @@ type Options struct {
 	// margin (Chubby's conservative lease clock), rounded down to a
 	// millisecond. Zero means DefaultDrift; it must be below 0.5.
 	Drift float64
-	// RenewEvery is how long after each grant or confirmed renewal the
-	// session renews. Zero means (TTL-Margin)/3, so that two failed
-	// renewals still leave time for a third before the deadline. It must
-	// be below TTL-Margin.
+	// RenewEvery is the longest the session waits after each grant or
+	// confirmed renewal before it renews: it renews on the process's
+	// next beat, the beats RenewEvery apart and shared by every session
+	// of the process with the same RenewEvery, so that their renewals
+	// arrive together and go to the store as one batch (the first
+	// renewal after a grant comes sooner). Zero means (TTL-Margin)/3, so
+	// that two failed renewals still leave time for a third before the
+	// deadline. It must be below TTL-Margin.
 	RenewEvery time.Duration
 	// Clock is what the session counts its deadline and its renewals on.
 	// Nil means the lessor's own clock when the lessor is driven by one
@@ -82,6 +86,7 @@ type settings struct {
 	drift        int64 // the allowance for clock rate, in ticks
 	lifetime     int64 // from a request's sending to the deadline: ttl - margin - drift
 	renewEvery   int64
+	phase        int64 // of the renewal beats: renewals fall on phase + k*renewEvery
 	minBackoff   int64
 	maxBackoff   int64
 	clock        clock.Clock
@@ -118,6 +123,9 @@ func (o Options) settings(lessor leases.Lessor) (settings, error) {
 		if driven, ok := lessor.(interface{ Clock() clock.Clock }); ok {
 			set.clock = driven.Clock()
 		}
+	}
+	if _, wall := set.clock.(clock.Wall); wall {
+		set.phase = int64(beatSeed % uint64(set.renewEvery))
 	}
 	set.log = o.Logger
 	if set.log == nil {

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -68,7 +69,7 @@ func begin(ctx context.Context, lessor leases.Lessor, set settings, lease leases
 	s.report(Granted, nil)
 	s.emitting.Unlock()
 	s.goroutines.Add(2)
-	go s.renew(sent + set.renewEvery)
+	go s.renew(set.beat(sent))
 	go s.watchDeadline()
 	return s
 }
@@ -177,8 +178,8 @@ func (s *Session) close(ctx context.Context) error {
 		lease.Resource, lease.Epoch, bound, err)
 }
 
-// renew is the background renewal: at tick next, and RenewEvery after
-// each confirmed renewal, it renews. Every renewal runs under the
+// renew is the background renewal: at tick next, and on the next beat
+// after each confirmed renewal (beat), it renews. Every renewal runs under the
 // holder's context, so that the deadline timer cuts it off: no renewal
 // call outlives the session. A refused renewal ends the session at once,
 // and so does a store that can renew no more. A renewal that fails
@@ -199,7 +200,7 @@ func (s *Session) renew(next int64) {
 		switch {
 		case err == nil:
 			s.confirm(renewed, sent)
-			next = sent + s.set.renewEvery
+			next = s.set.beat(sent)
 		case s.ctx.Err() != nil:
 			return
 		case leases.IsRefusal(err):
@@ -214,6 +215,30 @@ func (s *Session) renew(next int64) {
 			next = s.set.clock.Now() + backoff(s.set, s.failed(err))
 		}
 	}
+}
+
+// beatSeed places this process's renewal beats on the wall clock: each
+// process renews on beats of its own, so that a fleet does not renew at
+// one instant (a test's manual clock has its beats at multiples of
+// RenewEvery from tick 0).
+var beatSeed = rand.Uint64()
+
+// beat is the session's next renewal after a request sent at tick sent:
+// the first beat after it, the beats RenewEvery apart, at the same ticks
+// for every session of the process with the same RenewEvery. So the
+// renewals of a process's sessions arrive together, and a lessor that
+// batches them (etcd: one keep-alive; PostgreSQL: one statement) sends
+// one batch a beat, not one a session: with a renewal RenewEvery after
+// each session's own grant, L sessions granted at L different times
+// would each be a batch of their own. A renewal comes at most
+// RenewEvery after the last, as before; the first after a grant can
+// come sooner (one renewal more, once a session).
+func (set settings) beat(sent int64) int64 {
+	off := (sent - set.phase) % set.renewEvery
+	if off < 0 {
+		off += set.renewEvery
+	}
+	return sent - off + set.renewEvery
 }
 
 // storeUnusable reports errors after which the store answers nothing

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -120,6 +121,67 @@ func TestSessionRenewsOnSchedule(t *testing.T) {
 	if _, err := b.auth.Acquire(b.ctx, "r", "B", 24, 10); !errors.Is(err, leases.ErrLeaseHeld) {
 		t.Fatalf("another holder before the renewed expiry: %v; want ErrLeaseHeld", err)
 	}
+}
+
+// The sessions of a process renew on one beat: each renews at the first
+// multiple of RenewEvery after its grant or confirmed renewal, never
+// later than RenewEvery after it, so that sessions granted at different
+// ticks renew at the same ticks, and a lessor that batches renewals
+// (etcd, PostgreSQL) sends one batch a beat, not one a session.
+func TestSessionsRenewOnOneBeat(t *testing.T) {
+	b := newBench(t)
+	renewals := &renewalTicks{Lessor: b.lessor, clk: b.clk, at: map[string][]int64{}}
+	opts := session.Options{TTL: 10 * tick, Margin: 2 * tick, RenewEvery: 4 * tick, Clock: b.clk}
+	var first *session.Session
+	for _, grant := range []struct {
+		tick   int64
+		holder string
+	}{{0, "A"}, {1, "B"}, {3, "C"}} {
+		if err := b.clk.Advance(grant.tick); err != nil {
+			t.Fatal(err)
+		}
+		s, err := session.Start(b.ctx, renewals, "r-"+grant.holder, grant.holder, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close(context.Background()) })
+		if first == nil {
+			first = s
+		}
+	}
+	for tk := int64(3); tk <= 12; tk++ {
+		if b.settle(first, tk, 6) {
+			t.Fatalf("ended at tick %d: %v", tk, first.Err())
+		}
+	}
+	want := []int64{4, 8, 12} // B and C were granted at 1 and 3: their first renewal comes sooner
+	for _, holder := range []string{"A", "B", "C"} {
+		if got := renewals.ticks(holder); !slices.Equal(got, want) {
+			t.Errorf("%s renewed at ticks %v; want %v", holder, got, want)
+		}
+	}
+}
+
+// renewalTicks is a lessor that notes the tick of every renewal, by
+// holder.
+type renewalTicks struct {
+	leases.Lessor
+	clk interface{ Now() int64 }
+	mu  sync.Mutex
+	at  map[string][]int64
+}
+
+func (l *renewalTicks) Renew(ctx context.Context, held leases.Lease, ttl time.Duration) (leases.Lease, error) {
+	l.mu.Lock()
+	l.at[held.Holder] = append(l.at[held.Holder], l.clk.Now())
+	l.mu.Unlock()
+	return l.Lessor.Renew(ctx, held, ttl)
+}
+
+func (l *renewalTicks) ticks(holder string) []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.at[holder])
 }
 
 // When renewals fail, Done closes at the deadline, the margin before the
