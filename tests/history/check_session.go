@@ -187,12 +187,21 @@ func (h *History) lessorGrants() (grants map[key]*lessorGrant, order []key, newe
 // release, or the holder's release of that epoch found it over (expired,
 // or superseded by a later grant the history holds), which is what a
 // session's release of a lease in doubt answers when the doubt outlasted
-// the lease. A holder killed in the Wait that made the grant told
-// nobody, and is no caller any more.
+// the lease. A release refused because the row changed at a later tick
+// than the release's (backwards) found it superseded too, when the
+// history holds a later grant: once this epoch was granted, only another
+// holder's grant of a later epoch (after this one expired), and that
+// epoch's renewals and release, write the row at a tick later than this
+// holder's release. Session.Close counts that refusal as a lost lease,
+// nothing to release; Wait meets it when it releases a grant that came
+// back after the session's deadline and another holder was granted the
+// resource meanwhile (on a busy machine the release's tick is read well
+// before its transaction is decided). A holder killed in the Wait that
+// made the grant told nobody, and is no caller any more.
 func grantsReportedOrReleased(h *History) []string {
 	grants, order, newest := h.lessorGrants()
 	over := map[string]bool{} // by holder, resource and epoch: its own release found it over
-	for _, r := range h.opsOf("release", ResultExpired, ResultNotHolder) {
+	for _, r := range h.opsOf("release", ResultExpired, ResultNotHolder, ResultBackwards) {
 		if r.Result() == ResultExpired || newest[r.Call.Resource] > r.Call.Epoch {
 			over[fmt.Sprint(r.Call.Holder, r.Call.Resource, r.Call.Epoch)] = true
 		}

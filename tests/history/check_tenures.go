@@ -78,6 +78,10 @@ type lessorView struct {
 	ticked   bool // every call came with the caller's tick
 	byEpoch  map[int64]*tenure
 	unsure   []*Op // acquires of unknown outcome not yet put down to an epoch
+	// unplaced are the renewals and releases of unknown outcome of an
+	// epoch no answer showed granted yet: gaps applies them to the
+	// tenure it puts down to an acquire of unknown outcome.
+	unplaced []*Op
 }
 
 // authority checks one resource's acquires, renewals and releases (ops:
@@ -202,27 +206,21 @@ func (c *checker) change(v *lessorView, o *Op) {
 	if t == nil {
 		if !maybe(o) {
 			c.fail("%v succeeded, but nobody the records show was granted that epoch", o)
+			return
 		}
+		v.unplaced = append(v.unplaced, o)
 		return
 	}
 	if !v.ticked {
 		return // the server chose the ticks; the model checks the rest
 	}
-	tick := o.Call.Now
-	live := tick >= t.start && tick < t.could
-	// A renewal never moves the expiry earlier.
-	next := LeaseRow{Epoch: t.epoch, Holder: t.holder, GrantedAt: t.start, ExpiresAt: max(t.end, tick+o.Call.TTL), LastTick: tick}
-	if o.Call.Op == "release" {
-		next.Holder, next.ExpiresAt = "", tick
-	}
 	if maybe(o) {
-		if live { // else it was refused, had it run
-			t.maybe = &next
-			t.sure = min(t.sure, next.ExpiresAt)
-			t.could = max(t.could, next.ExpiresAt)
-		}
+		t.mayChange(o)
 		return
 	}
+	tick := o.Call.Now
+	live := tick >= t.start && tick < t.could
+	next := t.after(o)
 	if !live {
 		c.fail("%v succeeded, but epoch %d was live only at ticks %d..%d", o, t.epoch, t.start, t.could-1)
 	}
@@ -237,6 +235,30 @@ func (c *checker) change(v *lessorView, o *Op) {
 		}
 	}
 	t.end, t.could, t.sure, t.final, t.maybe = next.ExpiresAt, next.ExpiresAt, next.ExpiresAt, next, nil
+}
+
+// after is the row o, a renewal or release of t's epoch, leaves if it
+// takes effect. A renewal never moves the expiry earlier.
+func (t *tenure) after(o *Op) LeaseRow {
+	tick := o.Call.Now
+	next := LeaseRow{Epoch: t.epoch, Holder: t.holder, GrantedAt: t.start, ExpiresAt: max(t.end, tick+o.Call.TTL), LastTick: tick}
+	if o.Call.Op == "release" {
+		next.Holder, next.ExpiresAt = "", tick
+	}
+	return next
+}
+
+// mayChange applies o, a renewal or release of t's epoch of unknown
+// outcome, to t: had it run while the lease was live, it may have moved
+// the expiry later (a renewal) or ended the lease sooner (a release).
+func (t *tenure) mayChange(o *Op) {
+	if tick := o.Call.Now; tick < t.start || tick >= t.could {
+		return // it was refused, had it run
+	}
+	next := t.after(o)
+	t.maybe = &next
+	t.sure = min(t.sure, next.ExpiresAt)
+	t.could = max(t.could, next.ExpiresAt)
 }
 
 // grantOrder checks that epochs rise with the order of the grants: with
@@ -308,8 +330,18 @@ func (c *checker) gaps(v *lessorView, top int64) []*tenure {
 			slices.SortFunc(could, func(a, b *Op) int { return cmp.Compare(a.Call.Now, b.Call.Now) })
 			for i, k := range could {
 				l := k.wouldBe()
-				tenures = append(tenures, &tenure{epoch: lo + int64(i), holder: k.Call.Holder, start: l.GrantedAt, end: l.ExpiresAt,
-					could: l.ExpiresAt, sure: l.ExpiresAt, grant: k})
+				t := &tenure{epoch: lo + int64(i), holder: k.Call.Holder, start: l.GrantedAt, end: l.ExpiresAt,
+					could: l.ExpiresAt, sure: l.ExpiresAt, grant: k}
+				// Its holder's renewals and releases of that epoch,
+				// of unknown outcome too, found no tenure when they
+				// were applied: a release killed on its way may have
+				// ended it before its expiry.
+				for _, o := range v.unplaced {
+					if v.ticked && o.Call.Epoch == t.epoch && o.Call.Holder == t.holder && o.Call.T > k.Call.T {
+						t.mayChange(o)
+					}
+				}
+				tenures = append(tenures, t)
 			}
 		}
 	}

@@ -91,6 +91,17 @@ func TestModelAndChecksTellRightFromWrong(t *testing.T) {
 			s.acquire("B", 20, 10, ResultOK, 2)
 			s.h.Epochs["r"] = 2
 		}, true, nil},
+		// The chaos test on etcd met this beside busy loops: a Wait given
+		// up as its grant's answer came back releases the grant, and is
+		// killed while the release is on its way; the release took
+		// effect, and the next holder was granted before the grant's
+		// expiry.
+		{"an acquire of unknown outcome took an epoch, and its release, killed in flight, ended it", func(s *scripted) {
+			s.acquire("A", 0, 10, ResultUnknown, 1)
+			s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 2}, ResultKilled, Record{})
+			s.acquire("B", 5, 10, ResultOK, 2)
+			s.h.Epochs["r"] = 2
+		}, true, nil},
 		{"a stale row after the newer tenure began", func(s *scripted) {
 			s.acquire("A", 0, 10, ResultOK, 1)
 			s.tenure("A", 1, 0)
