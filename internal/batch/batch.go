@@ -8,6 +8,7 @@ package batch
 
 import (
 	"context"
+	"runtime"
 	"sync"
 )
 
@@ -59,6 +60,11 @@ func (g *Group[Req, Ans]) Join(req Req) <-chan Ans {
 // when it was taken, so that a call that joins while one is in flight
 // goes in the next.
 func (g *Group[Req, Ans]) send() {
+	// Calls that arrive together (the renewals of a process's sessions,
+	// woken on one beat) are runnable at once: let them join before the
+	// first batch is taken, or that batch carries one call and the rest
+	// wait for its answer. A yield, not a wait: nothing is held back.
+	runtime.Gosched()
 	for {
 		g.mu.Lock()
 		calls := g.waiting
