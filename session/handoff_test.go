@@ -91,10 +91,19 @@ func TestTheReleaseWaitsForTheWork(t *testing.T) {
 			if err := b.clk.Advance(30); err != nil { // the session renews while the work winds down
 				t.Fatal(err)
 			}
+			waiting, cancel := b.waiters(2) // the session's two goroutines wait again: no renewal came
 			select {
 			case <-renewed:
 			case <-lessor.first:
+			case err := <-waiting:
+				select { // a renewal reports before its goroutine waits again
+				case <-renewed:
+				case <-lessor.first:
+				default:
+					t.Fatalf("the session did not renew at tick 30 (%v)", err)
+				}
 			}
+			cancel()
 			close(mayReturn)
 			if err := <-returned; err != nil && !errors.Is(err, context.Canceled) {
 				t.Fatalf("%s returned %v", name, err)

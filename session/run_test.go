@@ -88,7 +88,7 @@ func TestLeadLeadsAgainAfterALoss(t *testing.T) {
 	if err := b.clk.Advance(3); err != nil { // the renewal is refused
 		t.Fatal(err)
 	}
-	if err := <-stopped; !errors.Is(err, session.ErrEnded) || !errors.Is(err, leases.ErrNotHolder) {
+	if err := await(b, stopped, 2, "OnStopped after the refused renewal at tick 3"); !errors.Is(err, session.ErrEnded) || !errors.Is(err, leases.ErrNotHolder) {
 		t.Fatalf("OnStopped after the loss: %v; want ErrEnded, renewal refused", err)
 	}
 	second := <-started

@@ -132,7 +132,7 @@ func TestSessionsRenewOnOneBeat(t *testing.T) {
 	b := newBench(t)
 	renewals := &renewalTicks{Lessor: b.lessor, clk: b.clk, at: map[string][]int64{}}
 	opts := session.Options{TTL: 10 * tick, Margin: 2 * tick, RenewEvery: 4 * tick, Clock: b.clk}
-	var first *session.Session
+	var sessions []*session.Session
 	for _, grant := range []struct {
 		tick   int64
 		holder string
@@ -145,13 +145,30 @@ func TestSessionsRenewOnOneBeat(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Close(context.Background()) })
-		if first == nil {
-			first = s
-		}
+		sessions = append(sessions, s)
 	}
 	for tk := int64(3); tk <= 12; tk++ {
-		if b.settle(first, tk, 6) {
-			t.Fatalf("ended at tick %d: %v", tk, first.Err())
+		if err := b.clk.Advance(tk); err != nil {
+			t.Fatal(err)
+		}
+		// Until the three sessions' six goroutines wait on the clock
+		// again; a session that ends (a renewal too late) fails the test
+		// at once rather than leave the count short until the deadline.
+		waiting, cancel := b.waiters(6)
+		select {
+		case err := <-waiting:
+			if err != nil {
+				t.Fatalf("at tick %d: %v", tk, err)
+			}
+		case <-sessions[0].Done():
+		case <-sessions[1].Done():
+		case <-sessions[2].Done():
+		}
+		cancel()
+		for _, s := range sessions {
+			if s.Err() != nil {
+				t.Fatalf("%s ended at tick %d: %v", s.Lease().Holder, tk, s.Err())
+			}
 		}
 	}
 	want := []int64{4, 8, 12} // B and C were granted at 1 and 3: their first renewal comes sooner
