@@ -164,21 +164,35 @@ func (c *checker) grant(v *lessorView, o *Op) {
 
 // proven is the tenure of o's epoch that an acquire of unknown outcome
 // by o's holder began, now that o, a renewal or release of that epoch,
-// succeeded; nil if no such acquire was made before o.
+// succeeded; nil if no such acquire was made before o. Of several, it is
+// the last one made before o: a holder's calls run one at a time, and it
+// calls for a lease only after it is done with the last one (a Wait
+// releases what an acquire of unknown outcome may have granted before
+// it acquires again), so o is about the lease of its holder's latest
+// acquire. Earlier ones may have named the same epoch and not taken it:
+// a Wait's acquire timed out, its release found the epoch not granted,
+// and its next acquire named that epoch again.
 func (v *lessorView) proven(o *Op) *tenure {
-	for i, k := range v.unsure {
+	i := -1
+	for j, k := range v.unsure {
 		l := k.wouldBe()
 		if k.Call.Holder != o.Call.Holder || k.Call.T > o.Call.T || l.Epoch != 0 && l.Epoch != o.Call.Epoch {
 			continue
 		}
-		v.unsure = slices.Delete(v.unsure, i, i+1)
-		final := LeaseRow{Epoch: o.Call.Epoch, Holder: k.Call.Holder, GrantedAt: l.GrantedAt, ExpiresAt: l.ExpiresAt, LastTick: l.GrantedAt}
-		t := &tenure{epoch: o.Call.Epoch, holder: k.Call.Holder, start: l.GrantedAt, end: l.ExpiresAt,
-			could: l.ExpiresAt, sure: l.ExpiresAt, grant: k, final: final}
-		v.byEpoch[t.epoch] = t
-		return t
+		if i < 0 || k.Call.T > v.unsure[i].Call.T {
+			i = j
+		}
 	}
-	return nil
+	if i < 0 {
+		return nil
+	}
+	k, l := v.unsure[i], v.unsure[i].wouldBe()
+	v.unsure = slices.Delete(v.unsure, i, i+1)
+	final := LeaseRow{Epoch: o.Call.Epoch, Holder: k.Call.Holder, GrantedAt: l.GrantedAt, ExpiresAt: l.ExpiresAt, LastTick: l.GrantedAt}
+	t := &tenure{epoch: o.Call.Epoch, holder: k.Call.Holder, start: l.GrantedAt, end: l.ExpiresAt,
+		could: l.ExpiresAt, sure: l.ExpiresAt, grant: k, final: final}
+	v.byEpoch[t.epoch] = t
+	return t
 }
 
 // wouldBe is the lease an acquire of unknown outcome would have granted:

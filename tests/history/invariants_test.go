@@ -59,6 +59,14 @@ func TestEveryCheckFindsItsBadHistory(t *testing.T) {
 			s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 12}, ResultOK, Record{})
 			s.h.Epochs["r"] = 1
 		}},
+		{"the authority's tenures agree with every answer", "a release after the lease of its holder's latest acquire of unknown outcome ran out",
+			"succeeded, but epoch 1 was live only at ticks 12..21", func(s *scripted) {
+				s.acquire("A", 0, 10, ResultUnknown, 1)
+				s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 11}, ResultNotHolder, Record{})
+				s.acquire("A", 12, 10, ResultUnknown, 1)
+				s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 22}, ResultOK, Record{})
+				s.h.Epochs["r"] = 1
+			}},
 		{"the authority's tenures agree with every answer", "epochs out of grant order", "out of grant order", func(s *scripted) {
 			s.acquire("A", 0, 10, ResultOK, 2)
 			s.acquire("B", 20, 10, ResultOK, 1)

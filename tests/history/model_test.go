@@ -102,6 +102,20 @@ func TestModelAndChecksTellRightFromWrong(t *testing.T) {
 			s.acquire("B", 5, 10, ResultOK, 2)
 			s.h.Epochs["r"] = 2
 		}, true, nil},
+		// The chaos test on etcd met this with its leader partitioned: a
+		// Wait's acquire timed out (unknown), its release of the lease
+		// it would have granted was refused (the acquire had not taken
+		// effect), and its next acquire, of unknown outcome too, named
+		// the same epoch and took it; its release succeeded, a second
+		// after the first acquire's tick. The release is the second
+		// acquire's.
+		{"two acquires of unknown outcome named one epoch, and the later one's release succeeded", func(s *scripted) {
+			s.acquire("A", 0, 10, ResultUnknown, 1)
+			s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 11}, ResultNotHolder, Record{})
+			s.acquire("A", 12, 10, ResultUnknown, 1)
+			s.op("A", "release", Record{Resource: "r", Epoch: 1, Now: 15}, ResultOK, Record{})
+			s.h.Epochs["r"] = 1
+		}, true, nil},
 		{"a stale row after the newer tenure began", func(s *scripted) {
 			s.acquire("A", 0, 10, ResultOK, 1)
 			s.tenure("A", 1, 0)
