@@ -35,7 +35,7 @@ type owners struct {
 	// covered is the revision up to which the current watch has
 	// delivered every event on the holder keys.
 	covered  int64
-	advanced chan struct{} // closed, and made anew, when covered moves or the watch ends
+	advanced chan struct{} // closed, and made anew, when covered moves or the watch begins or ends
 	cancel   context.CancelFunc
 	keys     map[string]*lastEvent // the keys this Lessor holds or is granting
 }
@@ -156,13 +156,19 @@ func (o *owners) start(ctx context.Context) {
 	watchCtx, cancel := context.WithCancel(o.base)
 	o.cancel = cancel
 	o.mu.Unlock()
-	events := o.watch(watchCtx, rev+1)
-	go o.follow(gen, events)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.gen == gen {
-		o.state = watchOn
-	}
+	// etcd's client returns a watch once its member has created it,
+	// which a member that hangs never does: no caller waits for that.
+	go func() {
+		events := o.watch(watchCtx, rev+1)
+		o.mu.Lock()
+		if o.gen == gen {
+			o.state = watchOn
+			close(o.advanced)
+			o.advanced = make(chan struct{})
+		}
+		o.mu.Unlock()
+		o.follow(gen, events)
+	}()
 }
 
 // stop ends the watch: the Lessor holds no tenure.

@@ -42,7 +42,11 @@ func watchedLessor(t *testing.T, n int) (*lessor, heldKeepAlives, []leases.Lease
 	}
 	l.owners.progress = func(context.Context) error { w.progress <- struct{}{}; return nil }
 	w.barrier.Store(10)
+	l.owners.mu.Lock()
+	begun := l.owners.advanced
+	l.owners.mu.Unlock()
 	l.owners.start(context.Background())
+	<-begun
 	if !l.owners.on() {
 		t.Fatal("the watch did not start")
 	}
@@ -178,6 +182,9 @@ func TestWithoutTheWatchABatchReadsItsKeys(t *testing.T) {
 		l.owners.mu.Unlock()
 		close(w.events) // the watch broke: canceled, compacted, no leader
 		<-ended
+		l.owners.mu.Lock()
+		begun := l.owners.advanced
+		l.owners.mu.Unlock()
 		keys.remove(l.store.key(heldKind, "x5"))
 		w.barrier.Store(30)
 		answers, next := renewAll(t, l, h, held)
@@ -192,6 +199,7 @@ func TestWithoutTheWatchABatchReadsItsKeys(t *testing.T) {
 		if want := []int{watchedAbove + 1 - 2*heldPerRead, heldPerRead, heldPerRead}; !slices.Equal(got, want) {
 			t.Fatalf("keys per read: %v; want %v", got, want)
 		}
+		<-begun
 		if !l.owners.on() {
 			t.Fatal("the batch did not start the watch again")
 		}

@@ -419,7 +419,7 @@ func (l *lessor) unuse(sl *sharedLease) {
 // unknown). Its key is wanted by the watch already (acquire). Once the
 // Lessor holds enough tenures for a batch to be watched, it starts the
 // watch, so that the tenures granted from then on are known to it: that
-// one grant waits for it (a read and the watch's creation), once.
+// one grant waits for its read, once.
 func (l *lessor) hold(t tenure, sl *sharedLease, began time.Time, ttl time.Duration, known int64) {
 	h := &heldTenure{shared: sl, ttl: ttl, deadline: began.Add(ttl), known: known}
 	l.mu.Lock()
