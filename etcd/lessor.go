@@ -47,11 +47,13 @@ const (
 // milliseconds, when the answer came, and the time-to-live etcd reports:
 // nothing decides on them. Only the Lessor may write its keys: a holder
 // key deleted by hand (or by a release from another process) ends its
-// tenure at the tenure's next renewal, which reads the key after its
-// keep-alive was answered: the shared etcd lease outlives any one tenure.
+// tenure at the tenure's next renewal, which learns the key's state after
+// its keep-alive was answered (a read, or for a large batch the Lessor's
+// watch: renewals.go): the shared etcd lease outlives any one tenure.
 func (s *Store) Lessor() leases.Lessor {
 	return &lessor{store: s, shared: map[int64]*sharedLease{}, tenures: map[tenure]*heldTenure{},
-		batches: map[clientv3.LeaseID]*batch{}, keepAliveOnce: s.client.KeepAliveOnce, readHeld: s.read}
+		batches: map[clientv3.LeaseID]*batch{}, keepAliveOnce: s.client.KeepAliveOnce, readHeld: s.readAt,
+		owners: ownersOf(s)}
 }
 
 type lessor struct {
@@ -72,7 +74,10 @@ type lessor struct {
 	// readHeld is the store's read, of a batch's holder keys after its
 	// keep-alive was answered; the tests of batches, with no cluster,
 	// answer it themselves.
-	readHeld func(context.Context, ...string) ([]view, error)
+	readHeld func(context.Context, ...string) ([]view, int64, error)
+	// owners is the watch that answers large batches instead of the
+	// reads (owners.go); the tests of batches give it their own.
+	owners *owners
 }
 
 var _ leases.Lessor = (*lessor)(nil)
@@ -148,8 +153,10 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 		return leases.Lease{}, outcome.BeforeCommit(ctx, fmt.Errorf("an etcd lease: %w", err))
 	}
 	granted := false
+	l.owners.want(heldKey) // before the grant is sent: the watch records every event after it
 	defer func() {
 		if !granted { // nothing holds it: revoked now if nothing else uses it
+			l.owners.unwant(heldKey)
 			l.unuse(shared)
 		}
 	}()
@@ -175,14 +182,14 @@ func (l *lessor) acquire(ctx context.Context, resource, holder string, ttl time.
 			// for its reaper, at its deadline.
 			granted = true
 			s.cache.forget([]string{epochKey})
-			l.hold(tenure{resource, holder, last + 1}, shared, began, ttl)
+			l.hold(tenure{resource, holder, last + 1}, shared, began, ttl, 0)
 			return lease, outcomeUnknown(ctx, err)
 		}
 		if resp.Succeeded {
 			granted = true
 			l.places.forget(resource, holder)
 			s.cache.remember(view{key: epochKey, value: []byte(strconv.FormatInt(last+1, 10)), rev: resp.Header.Revision})
-			l.hold(tenure{resource, holder, last + 1}, shared, began, ttl)
+			l.hold(tenure{resource, holder, last + 1}, shared, began, ttl, resp.Header.Revision)
 			return lease, nil
 		}
 		if epochs, err = l.refused(ctx, resource, holder, ttl, heldKey, epochKey, resp); err != nil {

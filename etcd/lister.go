@@ -138,7 +138,7 @@ func (s *Store) kindViews(ctx context.Context, kind string, resources []string) 
 		for i, resource := range chunk {
 			keys[i] = s.key(kind, resource)
 		}
-		read, err := s.readWithin(ctx, keys...)
+		read, _, err := s.readWithin(ctx, keys...)
 		if err != nil {
 			return nil, outcome.BeforeCommit(ctx, err)
 		}

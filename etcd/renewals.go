@@ -45,14 +45,40 @@ import (
 // And a keep-alive renews every key attached to the shared lease, also
 // the key of a tenure that ended elsewhere (a release from another
 // process deleted it, the reaper did): so a renewal is answered "held"
-// only if its key, read after its batch's keep-alive was answered, is
-// still its tenure's (holder, epoch, etcd lease). The batch reads the
-// keys of all its renewals at once, in transactions of up to heldPerRead
-// Gets sent together: a batch of n renewals costs one keep-alive and
-// n/heldPerRead reads, not n. A Range over the holder prefix would be one request, but
+// only if its key, after its batch's keep-alive was answered, is still
+// its tenure's (holder, epoch, etcd lease). Two ways to learn that:
+//
+// Reads, for a batch of up to watchedAbove (2*heldPerRead) renewals: the
+// batch reads its renewals' keys at once, in transactions of up to
+// heldPerRead Gets sent together: one keep-alive and n/heldPerRead
+// reads, not n. A Range over the holder prefix would be one request, but
 // it returns every holder key of every process (all L leases, to each of
 // P processes, every round), where the Gets return only the batch's own.
-
+//
+// The watch, for a larger batch (owners.go): the Lessor keeps one watch
+// on the holder prefix, from the revision after a linearizable read, and
+// the last event on each of its tenures' keys. After the keep-alive was
+// answered, the batch makes one linearizable read (a barrier: its
+// revision R is at or above every write acknowledged before it), and
+// waits until the watch has delivered every event up to R (a progress
+// notification of R or more: etcd's member sends one, when asked, only
+// once every event up to its revision is sent on the stream). A key is
+// then its tenure's if it was at a revision the watch covers from (the
+// grant's, or a read's of a batch, at or after the watch's start) and no
+// event since left it otherwise: deleted, or put with another tenure's
+// record (a later grant of the resource, here or elsewhere: compared as
+// the reads compare it, heldBy). That is what a read at R or later would
+// have found, in three requests (keep-alive, barrier, progress) whatever
+// n: cheaper than the reads only above 2*heldPerRead. The keep-alive's
+// own header revision is no barrier: the member that got it fills it in
+// from its own store, which may lag (etcdserver/api/v3rpc/lease.go).
+// Any doubt (the watch not started yet, broken, canceled, compacted, for
+// want of a leader; a key the watch does not know; the wait's bound) and
+// the batch reads, as a small one does: the reads stay the correctness
+// path, and a batch that finds the watch off starts it again first, so
+// that its reads make the keys known to the new watch. The cost besides:
+// every process's watch gets the events of every holder key (grants,
+// releases, expiries), a message per write, not per round.
 // sharedLease is one etcd lease shared by the tenures of one TTL.
 type sharedLease struct {
 	seconds int64
@@ -70,6 +96,10 @@ type heldTenure struct {
 	ttl      time.Duration // the grant's
 	deadline time.Time     // a TTL from the start of its last answered call
 	reaper   *time.Timer
+	// known is a revision at which its key was this tenure's (its
+	// grant's, or a batch's read of it), 0 when none is known: the
+	// watch knows the key from there on (owners.go).
+	known int64
 }
 
 // heldPerRead bounds the holder keys one read of a batch asks for: etcd
@@ -159,9 +189,9 @@ func (l *lessor) send(id clientv3.LeaseID, b *batch) {
 }
 
 // answer gives a batch's calls the answer a of its keep-alive of id: a
-// grant at once; a renewal once its key, read after a came, says whether
-// it is still its tenure's. A read that fails leaves its renewals'
-// outcome unknown.
+// grant at once; a renewal once it is known whether its key, after a
+// came, is still its tenure's: from the watch, for a large batch (watched),
+// or read. A read that fails leaves its renewals' outcome unknown.
 func (l *lessor) answer(id clientv3.LeaseID, waiting []waiter, a keepAliveAnswer) {
 	var renewals []waiter
 	for _, w := range waiting {
@@ -171,6 +201,9 @@ func (l *lessor) answer(id clientv3.LeaseID, waiting []waiter, a keepAliveAnswer
 			renewals = append(renewals, w)
 		}
 	}
+	if len(renewals) > watchedAbove {
+		renewals = l.watched(id, renewals, a)
+	}
 	var reads sync.WaitGroup // the chunks are read at once; the next batch waits for them
 	for chunk := range slices.Chunk(renewals, heldPerRead) {
 		reads.Go(func() {
@@ -178,17 +211,103 @@ func (l *lessor) answer(id clientv3.LeaseID, waiting []waiter, a keepAliveAnswer
 			for i, w := range chunk {
 				keys[i] = l.store.key(heldKind, w.renews.Resource)
 			}
-			views, err := l.readHeld(context.Background(), keys...)
+			views, rev, err := l.readHeld(context.Background(), keys...)
 			for i, w := range chunk {
 				renewed := a
 				if renewed.err = err; err == nil {
 					renewed.held, renewed.err = heldBy(views[i], *w.renews, id)
+				}
+				if renewed.held {
+					l.known(*w.renews, rev)
 				}
 				w.answer <- renewed
 			}
 		})
 	}
 	reads.Wait()
+}
+
+// watchedAbove is the size of a batch above which the watch answers it:
+// the watch costs the batch two requests beside its keep-alive (the
+// barrier read and a progress request), the reads one per heldPerRead
+// keys, so the watch is cheaper only above 2*heldPerRead renewals; at or
+// below, the reads, which wait for no notification, answer.
+const watchedAbove = 2 * heldPerRead
+
+// watched answers those of a batch's renewals whose keys the watch knows,
+// and returns the others, for answer to read. After the keep-alive was
+// answered, one linearizable read gives a revision at or above every
+// write acknowledged before it; once the watch has delivered every event
+// up to that revision, a renewal's key is its tenure's if it was at a
+// revision the watch covers from (its grant, or a read of it, at or
+// after the revision the watch started from) and no event since says
+// otherwise. (The keep-alive's own header revision would not do: the
+// member that received it fills it in, from its own store, which may lag
+// behind the leader's.) The watch off, or any doubt: all are returned,
+// and a watch that is off is started, first, so that the reads that
+// follow make their keys known to it.
+func (l *lessor) watched(id clientv3.LeaseID, renewals []waiter, a keepAliveAnswer) []waiter {
+	ctx, cancel := l.store.bound(context.Background())
+	defer cancel()
+	if !l.owners.on() {
+		l.owners.start(ctx)
+		return renewals
+	}
+	rev, err := l.owners.barrier(ctx)
+	if err != nil {
+		return renewals
+	}
+	// The tenures' revisions at which their keys were known theirs; 0:
+	// not known, or no longer a tenure of this Lessor.
+	known := make([]int64, len(renewals))
+	gone := make([]bool, len(renewals))
+	l.mu.Lock()
+	for i, w := range renewals {
+		if h := l.tenures[tenure{w.renews.Resource, w.renews.Holder, w.renews.Epoch}]; h != nil {
+			known[i] = h.known
+		} else {
+			gone[i] = true
+		}
+	}
+	l.mu.Unlock()
+	var unknown []waiter
+	answered := l.owners.upTo(ctx, rev, func(from int64, keys map[string]*lastEvent) {
+		for i, w := range renewals {
+			renewed := a
+			if gone[i] { // released or reaped here meanwhile: Renew refuses it
+				w.answer <- renewed
+				continue
+			}
+			e := keys[l.store.key(heldKind, w.renews.Resource)]
+			at := known[i]
+			if e != nil && e.rev > at {
+				at = e.rev
+			}
+			if e == nil || at == 0 || at < from-1 { // not known at a revision the watch covers from
+				unknown = append(unknown, w)
+				continue
+			}
+			renewed.held = true
+			if e.rev > known[i] { // an event since: the key as it left it
+				renewed.held, renewed.err = heldBy(e.after, *w.renews, id)
+			}
+			w.answer <- renewed
+		}
+	})
+	if !answered {
+		return renewals
+	}
+	return unknown
+}
+
+// known records that held's key was its tenure's at revision rev, read
+// by the batch.
+func (l *lessor) known(held leases.Lease, rev int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h := l.tenures[tenure{held.Resource, held.Holder, held.Epoch}]; h != nil && rev > h.known {
+		h.known = rev
+	}
 }
 
 // heldBy says whether v, a holder key, is held's, attached to the etcd
@@ -296,13 +415,33 @@ func (l *lessor) unuse(sl *sharedLease) {
 }
 
 // hold records t as a tenure of this Lessor on sl, whose own deadline is
-// a TTL from began.
-func (l *lessor) hold(t tenure, sl *sharedLease, began time.Time, ttl time.Duration) {
-	h := &heldTenure{shared: sl, ttl: ttl, deadline: began.Add(ttl)}
+// a TTL from began, and whose key was its own at revision known (0:
+// unknown). Its key is wanted by the watch already (acquire). Once the
+// Lessor holds enough tenures for a batch to be watched, it starts the
+// watch, so that the tenures granted from then on are known to it: that
+// one grant waits for its read, once.
+func (l *lessor) hold(t tenure, sl *sharedLease, began time.Time, ttl time.Duration, known int64) {
+	h := &heldTenure{shared: sl, ttl: ttl, deadline: began.Add(ttl), known: known}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	h.reaper = time.AfterFunc(time.Until(h.deadline), func() { l.reap(t, h) })
 	l.tenures[t] = h
+	enough := len(l.tenures) > watchedAbove
+	l.mu.Unlock()
+	if enough && !l.owners.on() {
+		ctx, cancel := l.store.bound(context.Background())
+		defer cancel()
+		l.owners.start(ctx)
+	}
+}
+
+// forget forgets t, h, after l.tenures no longer has it: the watch no
+// longer wants its key, and stops when no tenure is left. Called with
+// l.mu held.
+func (l *lessor) forgetLocked(t tenure) {
+	l.owners.unwant(l.store.key(heldKind, t.resource))
+	if len(l.tenures) == 0 {
+		l.owners.stop()
+	}
 }
 
 // renewed moves t's own deadline to a TTL from began, when t is still
@@ -327,6 +466,7 @@ func (l *lessor) drop(t tenure, h *heldTenure) bool {
 		return false
 	}
 	delete(l.tenures, t)
+	l.forgetLocked(t)
 	h.reaper.Stop()
 	l.mu.Unlock()
 	l.unuse(h.shared)
@@ -348,6 +488,7 @@ func (l *lessor) reap(t tenure, h *heldTenure) {
 		return
 	}
 	delete(l.tenures, t)
+	l.forgetLocked(t)
 	l.mu.Unlock()
 	ctx, cancel := l.store.bound(context.Background())
 	defer cancel()

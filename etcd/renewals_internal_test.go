@@ -38,9 +38,10 @@ type heldKeys struct {
 	mu    sync.Mutex
 	kvs   map[string][]byte
 	reads [][]string
+	rev   int64 // the revision every read is at
 }
 
-func (k *heldKeys) read(_ context.Context, keys ...string) ([]view, error) {
+func (k *heldKeys) read(_ context.Context, keys ...string) ([]view, int64, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.reads = append(k.reads, keys)
@@ -51,7 +52,7 @@ func (k *heldKeys) read(_ context.Context, keys ...string) ([]view, error) {
 			views[i].value, views[i].rev = value, 1
 		}
 	}
-	return views, nil
+	return views, k.rev, nil
 }
 
 // write sets key to the holder record of held on the etcd lease id.
@@ -90,7 +91,8 @@ func heldLessor(t *testing.T) (*lessor, heldKeepAlives, [2]leases.Lease, *heldKe
 	keys := &heldKeys{kvs: map[string][]byte{}}
 	l := &lessor{store: New(nil, Options{CallTimeout: time.Hour}), shared: map[int64]*sharedLease{},
 		tenures: map[tenure]*heldTenure{}, batches: map[clientv3.LeaseID]*batch{}, keepAliveOnce: h.keepAliveOnce,
-		readHeld: keys.read}
+		readHeld: keys.read, owners: newOwners(context.Background())}
+	l.owners.barrier = func(context.Context) (int64, error) { return 0, errors.New("no cluster") }
 	ready := make(chan struct{})
 	close(ready)
 	sl := &sharedLease{seconds: 3600, ready: ready, id: 7, ttl: 3600, users: 3} // never revoked here
@@ -98,7 +100,8 @@ func heldLessor(t *testing.T) (*lessor, heldKeepAlives, [2]leases.Lease, *heldKe
 	var held [2]leases.Lease
 	for i, resource := range []string{"r", "s"} {
 		held[i] = leases.Lease{Resource: resource, Holder: "A", Epoch: 1, ExpiresAt: 1, Ticks: leases.LocalMillis}
-		l.hold(tenure{resource, "A", 1}, sl, time.Now(), time.Hour)
+		l.owners.want(l.store.key(heldKind, resource))
+		l.hold(tenure{resource, "A", 1}, sl, time.Now(), time.Hour, 0)
 		keys.write(t, l.store.key(heldKind, resource), held[i], 7)
 	}
 	t.Cleanup(func() {

@@ -142,14 +142,20 @@ func (s *Store) transaction(ctx context.Context, views []view, writes []write) (
 // read-only transaction of Gets, served as a linearizable read, within
 // the call's bound.
 func (s *Store) read(ctx context.Context, keys ...string) ([]view, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	views, err := s.readWithin(ctx, keys...)
-	return views, boundEnded(ctx, err)
+	views, _, err := s.readAt(ctx, keys...)
+	return views, err
 }
 
-// readWithin is read within the call's bound, ctx.
-func (s *Store) readWithin(ctx context.Context, keys ...string) ([]view, error) {
+// readAt is read, and the revision of the cluster it read at.
+func (s *Store) readAt(ctx context.Context, keys ...string) ([]view, int64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	views, rev, err := s.readWithin(ctx, keys...)
+	return views, rev, boundEnded(ctx, err)
+}
+
+// readWithin is readAt within the call's bound, ctx.
+func (s *Store) readWithin(ctx context.Context, keys ...string) ([]view, int64, error) {
 	gets := make([]clientv3.Op, len(keys))
 	for i, key := range keys {
 		gets[i] = clientv3.OpGet(key)
@@ -160,7 +166,7 @@ func (s *Store) readWithin(ctx context.Context, keys ...string) ([]view, error) 
 		switch {
 		case noLeader(err):
 			if err := refusals.wait(ctx, s.client); err != nil {
-				return nil, fmt.Errorf("read: %w", outcome.WithContext(ctx, err))
+				return nil, 0, fmt.Errorf("read: %w", outcome.WithContext(ctx, err))
 			}
 			continue
 		case leaderChanged(err) && ctx.Err() == nil:
@@ -169,13 +175,13 @@ func (s *Store) readWithin(ctx context.Context, keys ...string) ([]view, error) 
 			// only reads.
 			continue
 		case err != nil:
-			return nil, fmt.Errorf("read: %w", outcome.WithContext(ctx, refusals.cut(ctx, err)))
+			return nil, 0, fmt.Errorf("read: %w", outcome.WithContext(ctx, refusals.cut(ctx, err)))
 		}
 		views, err := viewsOf(keys, resp.Responses)
 		if err == nil {
 			s.cache.remember(views...)
 		}
-		return views, err
+		return views, resp.Header.Revision, err
 	}
 }
 
