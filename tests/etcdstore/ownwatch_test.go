@@ -45,6 +45,13 @@ func TestALargeBatchSeesAKeyDeletedElsewhere(t *testing.T) {
 	l := etcd.New(c, options(t)).Lessor()
 	const n = 300
 	held := make([]leases.Lease, n)
+	t.Cleanup(func() { // so that another run on the shared cluster finds the resources free
+		for _, h := range held {
+			if h.Epoch != 0 {
+				_ = l.Release(context.Background(), h)
+			}
+		}
+	})
 	for i := range held {
 		if held[i], err = l.Acquire(ctx, fmt.Sprint("r", i), "A", time.Hour); err != nil {
 			t.Fatal(err)
@@ -54,7 +61,9 @@ func TestALargeBatchSeesAKeyDeletedElsewhere(t *testing.T) {
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range held {
-			wg.Go(func() { _, errs[i] = l.Renew(ctx, held[i], time.Hour) })
+			if held[i].Epoch != 0 {
+				wg.Go(func() { _, errs[i] = l.Renew(ctx, held[i], time.Hour) })
+			}
 		}
 		wg.Wait()
 		return errs
@@ -77,7 +86,25 @@ func TestALargeBatchSeesAKeyDeletedElsewhere(t *testing.T) {
 			t.Fatalf("renewal of r%d: %v", i, err)
 		}
 	}
-	if txns := counted.txns.Load() - before; txns >= 3 {
-		t.Fatalf("%d transactions for a round of %d renewals; want fewer than three (the watch answers a batch of more than 256)", txns, n)
+	held[7] = leases.Lease{} // ended
+	// How the round splits into batches is the scheduler's: the first
+	// renewal goes alone, and those that join while its keep-alive is in
+	// flight go next, one batch on a quiet machine, but under -race on a
+	// busy one a round has been three batches of fewer than 256, each
+	// read. So the round is renewed again until one of its batches was
+	// the watch's (fewer transactions than three of 128 Gets), a few
+	// times at most.
+	counts := []int64{counted.txns.Load() - before}
+	for len(counts) < 10 && counts[len(counts)-1] >= 3 {
+		before = counted.txns.Load()
+		for i, err := range renewAll() {
+			if err != nil {
+				t.Fatalf("renewal of r%d: %v", i, err)
+			}
+		}
+		counts = append(counts, counted.txns.Load()-before)
+	}
+	if counts[len(counts)-1] >= 3 {
+		t.Fatalf("transactions for each of %d rounds of %d renewals: %v; want fewer than three in one (the watch answers a batch of more than 256)", len(counts), n, counts)
 	}
 }
