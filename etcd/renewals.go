@@ -434,7 +434,7 @@ func (l *lessor) hold(t tenure, sl *sharedLease, began time.Time, ttl time.Durat
 	}
 }
 
-// forget forgets t, h, after l.tenures no longer has it: the watch no
+// forgetLocked forgets t after l.tenures no longer has it: the watch no
 // longer wants its key, and stops when no tenure is left. Called with
 // l.mu held.
 func (l *lessor) forgetLocked(t tenure) {

@@ -179,9 +179,9 @@ func (s *Session) close(ctx context.Context) error {
 }
 
 // renew is the background renewal: at tick next, and on the next beat
-// after each confirmed renewal (beat), it renews. Every renewal runs under the
-// holder's context, so that the deadline timer cuts it off: no renewal
-// call outlives the session. A refused renewal ends the session at once,
+// after each confirmed renewal (beat), it renews. Every renewal runs
+// under the holder's context, so that the deadline timer cuts it off: no
+// renewal call outlives the session. A refused renewal ends the session at once,
 // and so does a store that can renew no more. A renewal that fails
 // otherwise (the store is unreachable, or the outcome is unknown) changes
 // nothing the session relies on: the deadline stands, and the session

@@ -89,7 +89,7 @@ type steadyRow struct {
 // steadySubject is P processes' ways to start L sessions, and what
 // counts their requests.
 type steadySubject struct {
-	start    []func(ctx context.Context, resource, holder string, opts session.Options) (io func(context.Context) error, err error)
+	start    []func(ctx context.Context, resource, holder string, opts session.Options) (func(context.Context) error, error)
 	requests func(context.Context) (n, bytes int64, err error)
 	counted  bool // bytes counted
 }
