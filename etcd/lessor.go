@@ -52,7 +52,7 @@ const (
 // watch: renewals.go): the shared etcd lease outlives any one tenure.
 func (s *Store) Lessor() leases.Lessor {
 	return &lessor{store: s, shared: map[int64]*sharedLease{}, tenures: map[tenure]*heldTenure{},
-		batches: map[clientv3.LeaseID]*batch{}, keepAliveOnce: s.client.KeepAliveOnce, readHeld: s.readAt,
+		batches: map[clientv3.LeaseID]*keepAlives{}, keepAliveOnce: s.client.KeepAliveOnce, readHeld: s.readAt,
 		owners: ownersOf(s)}
 }
 
@@ -68,7 +68,7 @@ type lessor struct {
 	// key first.
 	tenures map[tenure]*heldTenure
 	// batches are the keep-alives being sent, by etcd lease.
-	batches map[clientv3.LeaseID]*batch
+	batches map[clientv3.LeaseID]*keepAlives
 	// keepAliveOnce is the client's; the tests of batches hold it.
 	keepAliveOnce func(context.Context, clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error)
 	// readHeld is the store's read, of a batch's holder keys after its

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"leases"
+	"leases/internal/batch"
 	"leases/internal/outcome"
 )
 
@@ -107,9 +108,9 @@ type heldTenure struct {
 // (--max-txn-ops).
 const heldPerRead = 128
 
-// batch is the next keep-alive of one etcd lease and the calls waiting for
-// it.
-type batch struct {
+// keepAlives is the next keep-alive of one etcd lease and the calls
+// waiting for it.
+type keepAlives struct {
 	waiting []waiter
 }
 
@@ -142,7 +143,7 @@ func (l *lessor) join(id clientv3.LeaseID, renews *leases.Lease) <-chan keepAliv
 	l.mu.Lock()
 	b, sending := l.batches[id]
 	if !sending {
-		b = &batch{}
+		b = &keepAlives{}
 		l.batches[id] = b
 	}
 	b.waiting = append(b.waiting, waiter{answer, renews})
@@ -166,7 +167,12 @@ func (l *lessor) await(ctx context.Context, answer <-chan keepAliveAnswer) keepA
 // send sends keep-alives of id while calls wait for one, each for the
 // calls that were waiting when it was taken (group commit: the calls
 // that come while one is in flight go in the next).
-func (l *lessor) send(id clientv3.LeaseID, b *batch) {
+func (l *lessor) send(id clientv3.LeaseID, b *keepAlives) {
+	batch.Gather(func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(b.waiting)
+	})
 	for {
 		l.mu.Lock()
 		waiting := b.waiting

@@ -90,7 +90,7 @@ func heldLessor(t *testing.T) (*lessor, heldKeepAlives, [2]leases.Lease, *heldKe
 	h := heldKeepAlives{calls: make(chan chan keepAliveAnswer)}
 	keys := &heldKeys{kvs: map[string][]byte{}}
 	l := &lessor{store: New(nil, Options{CallTimeout: time.Hour}), shared: map[int64]*sharedLease{},
-		tenures: map[tenure]*heldTenure{}, batches: map[clientv3.LeaseID]*batch{}, keepAliveOnce: h.keepAliveOnce,
+		tenures: map[tenure]*heldTenure{}, batches: map[clientv3.LeaseID]*keepAlives{}, keepAliveOnce: h.keepAliveOnce,
 		readHeld: keys.read, owners: newOwners(context.Background())}
 	l.owners.barrier = func(context.Context) (int64, error) { return 0, errors.New("no cluster") }
 	ready := make(chan struct{})

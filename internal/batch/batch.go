@@ -60,11 +60,11 @@ func (g *Group[Req, Ans]) Join(req Req) <-chan Ans {
 // when it was taken, so that a call that joins while one is in flight
 // goes in the next.
 func (g *Group[Req, Ans]) send() {
-	// Calls that arrive together (the renewals of a process's sessions,
-	// woken on one beat) are runnable at once: let them join before the
-	// first batch is taken, or that batch carries one call and the rest
-	// wait for its answer. A yield, not a wait: nothing is held back.
-	runtime.Gosched()
+	Gather(func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.waiting)
+	})
 	for {
 		g.mu.Lock()
 		calls := g.waiting
@@ -83,5 +83,30 @@ func (g *Group[Req, Ans]) send() {
 		for i, c := range calls {
 			c.answer <- answers[i]
 		}
+	}
+}
+
+// gatherYields bounds the yields of Gather: calls that keep arriving (a
+// steady stream of grants) must not hold the first batch back for long.
+const gatherYields = 32
+
+// Gather lets the calls that arrive together join the first batch before
+// it is taken: the renewals of a process's sessions, woken on one beat,
+// are runnable at once, but the sender started by the first of them may
+// run before the others; then that batch carries one call, and the rest
+// wait for its answer and go in a second. So Gather yields the processor
+// while the number of waiting calls (waiting) still grows from one yield
+// to the next, at most gatherYields times. Yields, not a wait: nothing is
+// held back once the calls stop arriving, and a lone call costs one
+// yield.
+func Gather(waiting func() int) {
+	n := waiting()
+	for range gatherYields {
+		runtime.Gosched()
+		m := waiting()
+		if m == n {
+			return
+		}
+		n = m
 	}
 }

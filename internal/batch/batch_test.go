@@ -91,3 +91,32 @@ func TestACallEndsWithItsContext(t *testing.T) {
 	}
 	(<-h.sent).answer <- 1 // let the sender finish
 }
+
+// Gather yields while the calls keep arriving, and no longer than
+// gatherYields when they never stop.
+func TestGatherYieldsWhileCallsArrive(t *testing.T) {
+	tests := []struct {
+		name   string
+		grows  int // how many of the counts grow
+		yields int // the yields Gather should make
+	}{
+		{"a lone call", 0, 1},
+		{"calls that arrive over three yields", 3, 4},
+		{"calls that never stop", 1000, gatherYields},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			counts := 0
+			Gather(func() int {
+				counts++
+				if counts-1 <= tt.grows {
+					return counts
+				}
+				return tt.grows + 1
+			})
+			if yields := counts - 1; yields != tt.yields {
+				t.Fatalf("%d yields; want %d", yields, tt.yields)
+			}
+		})
+	}
+}
