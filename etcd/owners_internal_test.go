@@ -154,9 +154,9 @@ func TestALaggingProgressNotificationIsNotEnough(t *testing.T) {
 	answers, next := renewAll(t, l, h, held)
 	w.barrier.Store(20)
 	next <- ok(3600)
-	<-w.progress
+	awaitProgressRequest(t, w, answers[0])
 	w.events <- progressed(15)
-	<-w.progress // asked again
+	awaitProgressRequest(t, w, answers[0]) // asked again
 	w.events <- event(t, l.store.key(heldKind, "x3"), 18, nil)
 	w.events <- progressed(20)
 	for i, answer := range answers {
@@ -166,6 +166,18 @@ func TestALaggingProgressNotificationIsNotEnough(t *testing.T) {
 	}
 	if n := keys.readKeys(); len(n) != 0 {
 		t.Fatalf("keys read by a batch the watch answered: %v", n)
+	}
+}
+
+// awaitProgressRequest waits for the batch to ask for progress; a
+// renewal answered first fails the test (rather than leave it waiting for
+// a request that never comes).
+func awaitProgressRequest(t *testing.T, w *heldWatch, answer <-chan keepAliveAnswer) {
+	t.Helper()
+	select {
+	case <-w.progress:
+	case a := <-answer:
+		t.Fatalf("a renewal answered (%+v) before the watch covered the barrier's revision", a)
 	}
 }
 
