@@ -80,11 +80,13 @@ func TestCommandUnderSyscallFaults(t *testing.T) {
 		// comes first. The store only stats a database file that does not
 		// exist yet, so this lands on the file made beside --output to see
 		// that it can be written, before anything runs (exit 2), on SQLite
-		// creating the database (exit 3), on the output's temporary file
-		// (exit 3, nothing written), or on an open whose failure changes
-		// nothing (exit 0, results.json byte for byte).
+		// creating the database (exit 3: the store names the directory it
+		// may not create the file in, or SQLite cannot open it), on the
+		// output's temporary file (exit 3, nothing written), or on an open
+		// whose failure changes nothing (exit 0, results.json byte for
+		// byte).
 		{name: "openat EACCES, 1st", inject: "openat:error=EACCES:when=1", mayPass: true, refused: "cannot be written",
-			names: []string{"the database file is not writable", "unable to open database file", "write results"}},
+			names: []string{"the database file is not writable", "may not create a file in", "unable to open database file", "write results"}},
 		// Mostly the removal of the first scenario's directory, which
 		// opens its parent first: it is tried twice, so exit 0. Or the
 		// database check of a later scenario, or its creation of the
