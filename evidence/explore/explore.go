@@ -66,8 +66,8 @@ type Stats struct {
 	// many times the database was rolled back to a branch point.
 	States, StepsRun, Restores int
 	// Chain is how many of the steps ran one after another: all of them
-	// where the protocols were explored one after another, the longest
-	// protocol's where side by side.
+	// where the parts ran one after another (Add), the longest part's
+	// where side by side (Beside).
 	Chain int
 }
 
@@ -77,6 +77,14 @@ func (s *Stats) Add(other Stats) {
 	s.StepsRun += other.StepsRun
 	s.Restores += other.Restores
 	s.Chain += other.Chain
+}
+
+// Beside adds other's figures to s, as if other's steps ran beside s's:
+// the longer of the two chains is the chain.
+func (s *Stats) Beside(other Stats) {
+	chain := max(s.Chain, other.Chain)
+	s.Add(other)
+	s.Chain = chain
 }
 
 // Explore runs every schedule of the bounded model for each protocol on the
@@ -120,10 +128,10 @@ func Explore(ctx context.Context, deployment backend.Deployment, bounds Bounds) 
 		if errors.Is(errs[i], errNoUserTransactions) {
 			continue // a protocol this backend cannot run
 		}
-		chain := stats.Chain
-		stats.Add(each[i])
 		if atOnce > 1 {
-			stats.Chain = max(chain, each[i].Chain)
+			stats.Beside(each[i])
+		} else {
+			stats.Add(each[i])
 		}
 		ex.Protocols = append(ex.Protocols, figures[i])
 	}
