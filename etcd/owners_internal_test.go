@@ -122,11 +122,7 @@ func TestALargeBatchIsAnsweredByTheWatch(t *testing.T) {
 			w.events <- event(t, l.store.key(heldKind, "x7"), 12, tc.put) // another process's write, meanwhile
 			w.barrier.Store(13)
 			next <- ok(3600)
-			select {
-			case <-w.progress:
-			case a := <-answers[0]:
-				t.Fatalf("a renewal answered (%+v) before the watch covered the barrier's revision", a)
-			}
+			awaitProgressRequest(t, w, answers[0])
 			select {
 			case a := <-answers[0]:
 				t.Fatalf("a renewal answered (%+v) before the watch covered the barrier's revision", a)

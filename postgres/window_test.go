@@ -185,7 +185,7 @@ func TestTheNextGrantWaitsForACommitPastItsCheck(t *testing.T) {
 	// it: its check found the lease expired (a loaded machine took longer
 	// than the TTL to get there), so the test lets the advisory lock go
 	// and tries again with a longer lease. Any other end fails the test.
-	tooLate := func(a leases.Lease, err error) {
+	tooLate := func(err error) {
 		t.Helper()
 		if !errors.Is(err, leases.ErrNotLive) {
 			t.Fatalf("a transaction ended before the stall held it: %v", err)
@@ -210,7 +210,7 @@ func TestTheNextGrantWaitsForACommitPastItsCheck(t *testing.T) {
 			committed <- err
 		}()
 		if !awaitLockWaitOr(t, db.DB, committed, nil) {
-			tooLate(a, <-committed) // refused before it reached the stall
+			tooLate(<-committed) // refused before it reached the stall
 			continue
 		}
 		if _, err := holder.ExecContext(ctx, `SELECT pg_catalog.pg_advisory_unlock($1)`, key); err != nil {
@@ -227,7 +227,7 @@ func TestTheNextGrantWaitsForACommitPastItsCheck(t *testing.T) {
 		}
 		go func() { committed <- tenure.Tx(ctx, nil, func(*sql.Tx) error { return nil }) }()
 		if !awaitLockWaitOr(t, db.DB, committed, nil) {
-			tooLate(a, <-committed) // refused before it reached the stall
+			tooLate(<-committed) // refused before it reached the stall
 			continue
 		}
 		var checked bool // A's COMMIT waits in the stall, or its check refused it
