@@ -297,6 +297,17 @@ func (r *run) check(err error, c runCase) {
 	if err != nil && (!strings.Contains(err.Error(), c.says) || strings.Contains(err.Error(), "\n")) {
 		t.Errorf("%q: want one line saying %q", err, c.says)
 	}
+	if slices.Contains(c.calls, "rollback") && r.ctx.Err() != nil {
+		// When the context has ended, database/sql rolls the transaction
+		// back in a goroutine of its own; Run's Rollback may then return
+		// sql.ErrTxDone before that goroutine has reached the driver.
+		// (With the context alive, only Run rolls back: no wait.)
+		select {
+		case <-r.s.rolledBack:
+		case <-time.After(testctx.Bound(t)):
+			t.Fatalf("the driver was asked %v and never to roll back; want %v", r.s.seen(), c.calls)
+		}
+	}
 	if got := r.s.seen(); !slices.Equal(got, c.calls) {
 		t.Errorf("the driver was asked %v; want %v", got, c.calls)
 	}
