@@ -217,9 +217,12 @@ func (s *Store) putWithin(ctx context.Context, key string, value []byte) error {
 // boundEnded makes err, a failure of a call whose bound (ErrCallTimeout)
 // ended it, say so: etcd's client answers a call whose context ended with
 // the context's error alone, context.DeadlineExceeded, which does not
-// tell the store's bound from the caller's deadline.
+// tell the store's bound from the caller's deadline; and the member,
+// which has the bound from gRPC's timeout, may answer at the bound with
+// its own "request timed out" before the bound's timer has fired here
+// (outcome.Ended waits for it).
 func boundEnded(ctx context.Context, err error) error {
-	if err == nil || leases.IsRefusal(err) || !errors.Is(context.Cause(ctx), ErrCallTimeout) || errors.Is(err, ErrCallTimeout) {
+	if err == nil || leases.IsRefusal(err) || !outcome.Ended(ctx) || !errors.Is(context.Cause(ctx), ErrCallTimeout) || errors.Is(err, ErrCallTimeout) {
 		return err
 	}
 	return fmt.Errorf("%w (%w)", err, ErrCallTimeout)
@@ -271,7 +274,7 @@ func (r *retries) wait(ctx context.Context, client *clientv3.Client) error {
 // cut off on its way is another matter: it is an unknown outcome
 // whatever came before, since a leader may have been elected meanwhile.
 func (r *retries) cut(ctx context.Context, err error) error {
-	if r.refused == 0 || ctx.Err() == nil {
+	if r.refused == 0 || !outcome.Ended(ctx) {
 		return err
 	}
 	return fmt.Errorf("%w: every member the call reached refused it, and its last try was cut off: %w", ErrNoLeader, err)

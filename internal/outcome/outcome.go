@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"leases"
 )
@@ -22,7 +23,7 @@ import (
 // call said. A refusal stays a refusal: it was decided on what the store
 // held.
 func BeforeCommit(ctx context.Context, err error) error {
-	if ctx.Err() == nil || leases.IsRefusal(err) {
+	if leases.IsRefusal(err) || !Ended(ctx) {
 		return err
 	}
 	return fmt.Errorf("cancelled before commit, nothing changed: %w", WithContext(ctx, err))
@@ -41,10 +42,10 @@ func Unknown(ctx context.Context, err error) error {
 // own error (pgx does) loses its cause, a session's end say, which the
 // caller needs to tell why.
 func WithContext(ctx context.Context, err error) error {
-	ctxErr := ctx.Err()
-	if ctxErr == nil {
+	if !Ended(ctx) {
 		return err
 	}
+	ctxErr := ctx.Err()
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(err, ctxErr) && errors.Is(err, cause):
@@ -55,6 +56,24 @@ func WithContext(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%w): %w", ctxErr, cause, err)
 	}
 	return fmt.Errorf("%w: %w", ctxErr, err)
+}
+
+// Ended reports whether ctx has ended. A context whose deadline has
+// passed has ended even when its timer has not fired yet, and Ended then
+// waits for the timer, so that ctx.Err and context.Cause say so: a server
+// that takes the caller's deadline from the request (etcd, from gRPC's
+// timeout) answers at that deadline with its own timeout, and on a busy
+// machine its answer can reach the caller before the caller's timer has
+// ended the caller's context.
+func Ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	if deadline, ok := ctx.Deadline(); !ok || time.Now().Before(deadline) {
+		return false
+	}
+	<-ctx.Done()
+	return true
 }
 
 // CommitNotSent reports, for tx whose Commit failed with err, whether

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"leases"
 )
@@ -61,4 +64,68 @@ func TestErrorsMatchTheirCause(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lateTimer is a context whose deadline has passed and whose timer has
+// not fired yet, as on a busy machine: it ends, with DeadlineExceeded,
+// only once someone waits on Done.
+type lateTimer struct {
+	context.Context
+	once  sync.Once
+	done  chan struct{}
+	fired atomic.Bool
+}
+
+func newLateTimer() *lateTimer {
+	return &lateTimer{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (c *lateTimer) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+func (c *lateTimer) Done() <-chan struct{} {
+	c.once.Do(func() { c.fired.Store(true); close(c.done) })
+	return c.done
+}
+
+func (c *lateTimer) Err() error {
+	if c.fired.Load() {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// An answer that comes at the deadline, before the context's timer has
+// fired (etcd's member answers at the gRPC deadline with its own
+// timeout), is said as the deadline's: the error matches
+// context.DeadlineExceeded, whichever timer ran first. A deadline still
+// ahead is not waited for.
+func TestAPassedDeadlineHasEnded(t *testing.T) {
+	driverFailed := errors.New("etcdserver: request timed out")
+	for _, c := range []struct {
+		name string
+		wrap func(context.Context, error) error
+		want []error
+	}{
+		{"before commit", BeforeCommit, []error{driverFailed, context.DeadlineExceeded}},
+		{"an unknown outcome", Unknown, []error{leases.ErrOutcomeUnknown, driverFailed, context.DeadlineExceeded}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.wrap(newLateTimer(), driverFailed)
+			for _, w := range c.want {
+				if !errors.Is(got, w) {
+					t.Errorf("%v does not match %v", got, w)
+				}
+			}
+		})
+	}
+	t.Run("a deadline ahead", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		if Ended(ctx) {
+			t.Fatal("a context an hour from its deadline has ended; want not")
+		}
+		if got := Unknown(ctx, driverFailed); errors.Is(got, context.DeadlineExceeded) {
+			t.Errorf("%v matches the deadline an hour ahead", got)
+		}
+	})
 }
