@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"testing"
 )
 
@@ -40,6 +41,11 @@ var cmds = map[string]func(args []string) int{
 			return 125
 		}
 		_, _ = io.Copy(io.Discard, os.Stdin)
+		// Unused after its line, the *os.File would be collectable, and
+		// its cleanup would close the FIFO while CMD lives on: the test
+		// would take the early end of file for CMD's end (seen once
+		// under -race, the test then waiting on a CMD it thought gone).
+		runtime.KeepAlive(fifo)
 		return 0
 	},
 	// hold says "started EPOCH", appends "start EPOCH" to the file its
