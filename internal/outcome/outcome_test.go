@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,9 +70,8 @@ func TestErrorsMatchTheirCause(t *testing.T) {
 // only once someone waits on Done.
 type lateTimer struct {
 	context.Context
-	once  sync.Once
-	done  chan struct{}
-	fired atomic.Bool
+	once sync.Once
+	done chan struct{}
 }
 
 func newLateTimer() *lateTimer {
@@ -83,15 +81,17 @@ func newLateTimer() *lateTimer {
 func (c *lateTimer) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
 
 func (c *lateTimer) Done() <-chan struct{} {
-	c.once.Do(func() { c.fired.Store(true); close(c.done) })
+	c.once.Do(func() { close(c.done) })
 	return c.done
 }
 
 func (c *lateTimer) Err() error {
-	if c.fired.Load() {
+	select {
+	case <-c.done:
 		return context.DeadlineExceeded
+	default:
+		return nil
 	}
-	return nil
 }
 
 // An answer that comes at the deadline, before the context's timer has
